@@ -1,0 +1,64 @@
+# Stockade — the two commands of the README's Quick start, and their parts.
+#   make run    install missing packages, build, start stockade on the current directory
+#   make test   install missing packages, build, run every test (ends with ctest's summary)
+#   make build  leaves build/stockade
+SHELL := /bin/bash
+BUILD_DIR ?= build
+FUZZ_DIR ?= build-fuzz
+JOBS ?= $(shell nproc)
+BUILD_TYPE ?= RelWithDebInfo
+PACKAGES := $(shell sed -e 's/\#.*//' debian-packages.txt)
+DEPS_STAMP := $(BUILD_DIR)/.deps-installed
+
+.PHONY: all deps build run test unit integration fuzz-build bench format tidy clean
+
+all: build
+
+# Installs only what is missing, so a machine that has everything never needs root or apt.
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): debian-packages.txt
+	@missing=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(PACKAGES) 2>/dev/null \
+	    | awk '$$1 == "ii" {print $$2}' | sort | comm -13 - <(printf '%s\n' $(PACKAGES) | sort)); \
+	if [ -n "$$missing" ]; then \
+	    echo "make: installing missing Debian packages:" $$missing; \
+	    if [ "$$(id -u)" != 0 ]; then echo "make: run as root (or install them yourself): apt-get install" $$missing >&2; exit 1; fi; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+	@mkdir -p $(BUILD_DIR) && touch $@
+
+$(BUILD_DIR)/CMakeCache.txt: $(DEPS_STAMP) CMakeLists.txt
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps $(BUILD_DIR)/CMakeCache.txt
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+run: build
+	$(BUILD_DIR)/stockade run --workspace "$(CURDIR)" -- bash
+
+# Fuzz targets are built with clang-14's libFuzzer; their corpora replay under ctest in the
+# main build (which links the same targets with a replay main()).
+fuzz-build: deps
+	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOCKADE_FUZZ=ON \
+	    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target stockade_fuzzers
+
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 --no-tests=error
+
+unit: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit --no-tests=error
+
+integration: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L 'integration|security' --no-tests=error
+
+bench: build
+	bench/startup.sh
+
+format:
+	git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+tidy: build
+	git ls-files '*.cc' | grep -v '^tests/' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+
+clean:
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR)

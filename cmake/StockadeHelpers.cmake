@@ -1,0 +1,59 @@
+# Module helpers in the style of abseil's: one library per top-level folder, tests beside them.
+
+set(STOCKADE_WARNINGS
+    -Wall -Wextra -Werror -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual
+    -Wconversion -Wsign-conversion -Wnull-dereference -Wformat=2 -Wimplicit-fallthrough)
+set(STOCKADE_HARDENING -fstack-protector-strong -fPIE)
+set(STOCKADE_LINK_HARDENING -pie -Wl,-z,relro,-z,now,-z,noexecstack)
+
+add_compile_definitions($<$<NOT:$<CONFIG:Debug>>:_FORTIFY_SOURCE=2> $<$<CONFIG:Debug>:_GLIBCXX_ASSERTIONS>
+                        SPDLOG_FMT_EXTERNAL
+                        $<$<CONFIG:Debug>:SPDLOG_ACTIVE_LEVEL=SPDLOG_LEVEL_TRACE>
+                        $<$<NOT:$<CONFIG:Debug>>:SPDLOG_ACTIVE_LEVEL=SPDLOG_LEVEL_DEBUG>)
+if(STOCKADE_SANITIZE)
+    add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=address,undefined)
+endif()
+
+function(stockade_apply_flags target)
+    target_compile_options(${target} PRIVATE ${STOCKADE_WARNINGS} ${STOCKADE_HARDENING})
+    target_link_options(${target} PRIVATE ${STOCKADE_LINK_HARDENING})
+endfunction()
+
+# stockade_library(NAME sandbox SRCS a.cc b.cc DEPS stockade::common)
+function(stockade_library)
+    cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+    add_library(stockade_${ARG_NAME} STATIC ${ARG_SRCS})
+    add_library(stockade::${ARG_NAME} ALIAS stockade_${ARG_NAME})
+    target_include_directories(stockade_${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(stockade_${ARG_NAME} PUBLIC ${ARG_DEPS})
+    stockade_apply_flags(stockade_${ARG_NAME})
+endfunction()
+
+# stockade_test(NAME common_result_test SRCS result_test.cc DEPS stockade::common LABELS unit)
+function(stockade_test)
+    cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+    add_executable(${ARG_NAME} ${ARG_SRCS})
+    target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} stockade::testing GTest::gmock GTest::gtest_main)
+    stockade_apply_flags(${ARG_NAME})
+    gtest_discover_tests(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# stockade_fuzzer(NAME fuzz_parse_size SRCS parse_size_fuzz.cc DEPS stockade::common CORPUS dir)
+# With STOCKADE_FUZZ (clang) it links libFuzzer; otherwise it links a replay main() and ctest
+# replays every file of the corpus through the target.
+function(stockade_fuzzer)
+    cmake_parse_arguments(ARG "" "NAME;CORPUS" "SRCS;DEPS" ${ARGN})
+    add_executable(${ARG_NAME} ${ARG_SRCS})
+    target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS})
+    stockade_apply_flags(${ARG_NAME})
+    if(STOCKADE_FUZZ)
+        target_compile_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer,address,undefined)
+        target_link_options(${ARG_NAME} PRIVATE -fsanitize=fuzzer,address,undefined)
+        add_dependencies(stockade_fuzzers ${ARG_NAME})
+    else()
+        target_sources(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz/replay_main.cc)
+        add_test(NAME ${ARG_NAME}_replay COMMAND ${ARG_NAME} ${ARG_CORPUS})
+        set_tests_properties(${ARG_NAME}_replay PROPERTIES LABELS "unit;fuzz")
+    endif()
+endfunction()

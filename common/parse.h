@@ -1,0 +1,21 @@
+// Parsers for operator-supplied values (flags, config). Pure; fuzzed in tests/fuzz.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace stockade {
+
+// "4096", "512K", "64M", "2G", "1T" (powers of 1024; an optional trailing "B"/"iB").
+Result<uint64_t> parse_size(std::string_view text);
+// A decimal integer within [min, max].
+Result<uint64_t> parse_uint(std::string_view text, uint64_t min, uint64_t max);
+// "0.5", "2", "1.25": a CPU share in (0, 1024].
+Result<double> parse_cpu_fraction(std::string_view text);
+// "30", "1.5", "250ms", "2m", "1h": a positive duration.
+Result<std::chrono::milliseconds> parse_duration(std::string_view text);
+
+}  // namespace stockade

@@ -1,0 +1,85 @@
+// stockade: the CLI. Each verb is a file of its own (run_command.cc, doctor_command.cc).
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "runner/doctor_command.h"
+#include "runner/run_command.h"
+
+#ifndef STOCKADE_VERSION
+#define STOCKADE_VERSION "0.0.0"
+#endif
+
+namespace {
+
+using stockade::runner::kExitUsage;
+
+void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
+    run.add_option("--workspace", o.workspace,
+                   "Project directory, mounted read-write at the same path (default: the current "
+                   "directory)");
+    run.add_option("--ro", o.ro, "Extra host path mounted read-only at the same path (repeatable)");
+    run.add_option("--rw", o.rw, "Extra host path mounted read-write at the same path (repeatable)");
+    run.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
+        ->capture_default_str();
+    run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");
+    run.add_option("--pids", o.pids, "Maximum number of processes and threads");
+    run.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
+    run.add_option("--tmp-size", o.tmp_size, "Size of /tmp (default 1G)");
+    run.add_option("--timeout", o.timeout,
+                   "Kill the sandbox after this long, e.g. 30 or 1.5m (exit status 124)");
+    run.add_option("--env", o.env,
+                   "Pass NAME from this environment, or set NAME=VALUE (repeatable; everything "
+                   "else is dropped)");
+    run.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
+        ->capture_default_str();
+    run.add_option("--image", o.image, "Root image (see `stockade image list`)")->capture_default_str();
+    run.add_option("--cwd", o.cwd, "Working directory inside the sandbox");
+    run.add_option("--host-uid", o.host_uid,
+                   "Root callers: host uid the sandbox user maps to (default 1879048192)");
+    run.add_option("--host-gid", o.host_gid,
+                   "Root callers: host gid the sandbox user maps to (default 1879048192)");
+    run.add_option("command", o.command, "The command and its arguments, after --");
+    run.positionals_at_end();
+    run.footer(
+        "Exit status: the command's own, 128+N if signal N killed it, 124 on --timeout, 125 if\n"
+        "the sandbox could not be built, 126/127 if the command cannot be executed / is not\n"
+        "found, 77 if the isolation level asked for is not available, 2 for a usage error.");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    stockade::log::init();
+    CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};
+    app.set_version_flag("--version", std::string("stockade ") + STOCKADE_VERSION);
+    app.require_subcommand(1);
+
+    stockade::runner::RunOptions run_options;
+    CLI::App* run = app.add_subcommand("run", "Run a command in a sandbox: stockade run [options] -- CMD [ARGS...]");
+    add_run_options(*run, run_options);
+    CLI::App* doctor = app.add_subcommand("doctor", "Check what isolation this host can give");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::string where = run->parsed() ? "stockade run" : "stockade";
+        fmt::print(stderr, "{}: {}. Run '{} --help' for usage.\n", where, e.what(), where);
+        return kExitUsage;
+    }
+    if (run->parsed()) {
+        return stockade::runner::run_command(run_options);
+    }
+    if (doctor->parsed()) {
+        return stockade::runner::doctor_command();
+    }
+    return kExitUsage;
+}

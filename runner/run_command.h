@@ -1,0 +1,66 @@
+// `stockade run [options] -- CMD [ARGS...]`: one command in a sandbox, bwrap-style.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "sandbox/spec.h"
+
+namespace stockade::runner {
+
+// Exit codes of `stockade run` besides the command's own status.
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnavailable = 77;   // the isolation level asked for is not available
+inline constexpr int kExitTimeout = 124;      // --timeout expired; the sandbox was killed
+inline constexpr int kExitSetupFailed = 125;  // stockade itself could not build the sandbox
+inline constexpr int kExitNotExecutable = 126;
+inline constexpr int kExitNotFound = 127;
+
+// The dedicated host ids a root caller's sandbox user maps to (files it creates outside
+// idmapped binds, e.g. in /tmp, are owned by them).
+inline constexpr uid_t kDefaultHostUid = 1879048192;  // 0x70000000
+inline constexpr gid_t kDefaultHostGid = 1879048192;
+
+// The flags as typed; values are parsed by build_run_spec so that errors are ours.
+struct RunOptions {
+    std::string workspace;
+    std::vector<std::string> ro;
+    std::vector<std::string> rw;
+    std::vector<std::string> env;
+    std::string network = "none";
+    std::string memory;
+    std::string pids;
+    std::string cpu;
+    std::string tmp_size;
+    std::string timeout;
+    std::string isolation = "auto";
+    std::string image = "host";
+    std::string cwd;
+    std::optional<uint32_t> host_uid;
+    std::optional<uint32_t> host_gid;
+    std::vector<std::string> command;
+};
+
+// What build_run_spec reads of the calling process, so tests can give literals.
+struct CallerContext {
+    std::string cwd;
+    uid_t euid = 0;
+    gid_t egid = 0;
+    std::vector<std::string> environ;  // "NAME=VALUE"
+    std::array<bool, 3> tty_fds{};
+};
+
+// Turns the options into a spec (isolation left as requested; kAuto resolved at launch).
+// Errors are usage errors (kInvalidArgument, kNotFound), each one line naming the fix.
+Result<sandbox::SandboxSpec> build_run_spec(const RunOptions& options, const CallerContext& caller);
+
+CallerContext current_caller();
+
+// Runs the command; returns the process exit code.
+int run_command(const RunOptions& options);
+
+}  // namespace stockade::runner

@@ -1,0 +1,119 @@
+// The child-after-clone zone.
+//
+// Everything here runs between clone and exec in a copy of the supervisor's address space.
+// Only async-signal-safe calls: no allocation, no locks, no logging, no exceptions. Every
+// buffer and string is prepared by the supervisor before clone (ChildPlan). A failure is
+// reported as a fixed ChildError {step, errno, index} on the sync socket, then _exit.
+#pragma once
+
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sandbox/landlock.h"
+#include "sandbox/mount_plan.h"
+#include "sandbox/seccomp.h"
+
+namespace stockade::sandbox {
+
+// The steps of the child, in the order they run (docs/sandbox-lifecycle.md lists the same).
+enum class ChildStep : uint32_t {
+    kDeathSignal,
+    kWaitForGo,
+    kDumpable,
+    kDropGroups,
+    kMountPrivate,
+    kCaptureSource,
+    kMountRoot,
+    kMountOp,
+    kPivotRoot,
+    kHostname,
+    kLoopback,
+    kSetGid,
+    kSetUid,
+    kDropCaps,
+    kNoNewPrivs,
+    kLandlock,
+    kCloseFds,
+    kRlimit,
+    kPty,
+    kSendPty,
+    kSeccomp,
+    kFork,
+    kChdir,
+    kExec,
+};
+const char* child_step_name(ChildStep step) noexcept;
+
+struct ChildError {
+    ChildStep step = ChildStep::kExec;
+    int32_t err = 0;
+    int32_t index = -1;  // the mount op, Landlock rule or rlimit that failed; -1 if none
+};
+
+// A message on the sync socket, child -> supervisor. kPtyMaster carries the descriptor as
+// SCM_RIGHTS; kError ends the conversation. EOF without kError means the command was exec'd.
+struct ChildMessage {
+    enum Kind : uint32_t { kError = 1, kPtyMaster = 2 } kind = kError;
+    ChildError error;
+};
+
+struct RlimitSetting {
+    int resource = 0;
+    rlimit value{};
+};
+
+// Everything the child needs, prepared by the supervisor before clone.
+struct ChildPlan {
+    int sync_fd = -1;         // SOCK_SEQPACKET, CLOEXEC; the child's end
+    int parent_sync_fd = -1;  // the supervisor's end, closed first thing
+
+    bool new_user_ns = true;
+    bool new_mount_ns = true;
+    bool new_uts_ns = true;
+    bool new_net_ns = true;
+    bool as_pid1 = true;    // fork the command from a reaping init (we are pid 1 of a pid ns)
+    bool drop_groups = false;  // setgroups(0, NULL): the caller was root
+
+    bool set_ids = true;       // setresgid/setresuid to uid/gid below
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::string hostname;
+
+    // The root: sources captured with open_tree before the root tmpfs covers anything.
+    MountPlan mounts;
+    std::vector<int> source_fds;          // scratch, one per mounts.sources
+    std::vector<int> prepared_fds;        // per source: an idmapped tree made by the supervisor, or -1
+    std::vector<std::string> staged;      // per op: "<staging>/<target>"
+    std::string staging;                  // where the new root is assembled
+    std::string staged_dev_null;          // "<staging>/dev/null", the mask source
+
+    std::vector<char*> argv;  // NULL-terminated, pointing into the strings below
+    std::vector<char*> envp;
+    std::vector<std::string> argv_storage;
+    std::vector<std::string> envp_storage;
+    std::vector<std::string> search_path;  // PATH entries for an argv[0] without '/'
+    std::string cwd;
+
+    int last_cap = 40;
+    LandlockPlan landlock;
+    sock_fprog seccomp{};  // empty (len 0): no filter
+    std::vector<RlimitSetting> rlimits;
+    std::array<bool, 3> tty{};  // which of fds 0,1,2 become the pseudo-terminal's slave
+
+    // The supervisor's argv and environment blocks, scrubbed in the child so that /proc/1/
+    // cmdline and environ show nothing of the host.
+    char* args_begin = nullptr;
+    char* args_end = nullptr;
+    char* env_begin = nullptr;
+    char* env_end = nullptr;
+};
+
+// Runs the whole child sequence; never returns.
+[[noreturn]] void child_main(ChildPlan& plan) noexcept;
+
+}  // namespace stockade::sandbox

@@ -1,0 +1,27 @@
+// User-namespace id maps: the sandbox's own maps, and idmapped mounts that let a root caller's
+// sandbox user (an unprivileged host uid) write the workspace while files keep their owner.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace stockade::sandbox {
+
+// Writes /proc/<pid>/{setgroups,uid_map,gid_map} mapping one id each: inside -> outside.
+// `deny_setgroups` is required for unprivileged callers (user_namespaces(7)).
+Status write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid,
+                     gid_t outside_gid, bool deny_setgroups);
+
+// A user namespace (as an fd) whose maps send `disk` ids to `kernel` ids. Made with a
+// short-lived child that never execs.
+Result<UniqueFd> make_userns_fd(uid_t disk_uid, uid_t kernel_uid, gid_t disk_gid, gid_t kernel_gid);
+
+// A detached copy of the tree at `source` in which files owned by the userns' inside ids
+// appear owned by its outside ids (mount_setattr MOUNT_ATTR_IDMAP). Needs host root.
+Result<UniqueFd> make_idmapped_tree(const std::string& source, int userns_fd);
+
+}  // namespace stockade::sandbox

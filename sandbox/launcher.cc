@@ -1,0 +1,525 @@
+// The supervisor's side of a launch. launch() reads top to bottom in the order of
+// docs/sandbox-lifecycle.md: prepare (step 1), clone (2), id maps / cgroup / go (3), then the
+// child's report (steps 4-5 run in sandbox/child.cc).
+#include "sandbox/launcher.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/syscall.h"
+#include "sandbox/child.h"
+#include "sandbox/idmap.h"
+#include "sandbox/landlock.h"
+#include "sandbox/seccomp.h"
+
+namespace stockade::sandbox {
+namespace {
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+// Where the child assembles the new root, in its own mount namespace. Every bind source is
+// captured (open_tree) before this is covered, so a source below it is still reachable.
+constexpr const char* kStaging = "/tmp";
+
+bool has_user_ns(Isolation level) {
+    switch (level) {
+        case Isolation::kFull:
+        case Isolation::kNamespaces: return true;
+        case Isolation::kAuto:
+        case Isolation::kLandlock:
+        case Isolation::kNone: return false;
+    }
+    return false;
+}
+
+// The supervisor's argv and environment blocks (/proc/self/stat fields 48-51), which the
+// sandbox's init scrubs from its copy of our memory.
+struct ProcessBlocks {
+    char* args_begin = nullptr;
+    char* args_end = nullptr;
+    char* env_begin = nullptr;
+    char* env_end = nullptr;
+};
+
+ProcessBlocks read_process_blocks() {
+    ProcessBlocks blocks;
+    auto stat = read_file("/proc/self/stat", 8192);
+    if (!stat) {
+        return blocks;
+    }
+    size_t pos = stat->rfind(')');
+    if (pos == std::string::npos) {
+        return blocks;
+    }
+    // Field 3 (the state letter) follows ") "; fields 48..51 are arg_start, arg_end,
+    // env_start and env_end.
+    std::vector<unsigned long> fields;
+    size_t at = pos + 2;
+    for (int field = 3; field <= 51 && at < stat->size(); ++field) {
+        size_t end = stat->find(' ', at);
+        if (end == std::string::npos) {
+            end = stat->size();
+        }
+        if (field >= 48) {
+            fields.push_back(std::strtoul(stat->substr(at, end - at).c_str(), nullptr, 10));
+        }
+        at = end + 1;
+    }
+    if (fields.size() == 4) {
+        blocks.args_begin = reinterpret_cast<char*>(fields[0]);  // NOLINT: an address, by design
+        blocks.args_end = reinterpret_cast<char*>(fields[1]);    // NOLINT
+        blocks.env_begin = reinterpret_cast<char*>(fields[2]);   // NOLINT
+        blocks.env_end = reinterpret_cast<char*>(fields[3]);     // NOLINT
+    }
+    return blocks;
+}
+
+int last_capability() {
+    static const int cap = [] {
+        auto text = read_file("/proc/sys/kernel/cap_last_cap", 64);
+        return text ? std::atoi(text->c_str()) : 40;
+    }();
+    return cap;
+}
+
+// Compiled once per process and network mode: the filter does not depend on anything else.
+const SeccompProgram* seccomp_for(NetworkMode network, Error* error) {
+    static std::mutex mutex;
+    static std::optional<SeccompProgram> programs[2];
+    std::lock_guard lock(mutex);
+    size_t slot = network == NetworkMode::kNone ? 0 : 1;
+    if (!programs[slot]) {
+        auto built = build_seccomp_program(
+            SeccompOptions{.restrict_socket_families = network == NetworkMode::kNone});
+        if (!built) {
+            *error = built.error();
+            return nullptr;
+        }
+        programs[slot] = std::move(built).value();
+    }
+    return &*programs[slot];
+}
+
+std::vector<std::string> search_path(const std::vector<std::string>& env) {
+    std::string path = kDefaultPath;
+    for (const auto& entry : env) {
+        if (entry.rfind("PATH=", 0) == 0) {
+            path = entry.substr(5);
+        }
+    }
+    std::vector<std::string> dirs;
+    size_t start = 0;
+    while (start <= path.size()) {
+        size_t end = path.find(':', start);
+        if (end == std::string::npos) {
+            end = path.size();
+        }
+        std::string dir = path.substr(start, end - start);
+        dirs.push_back(dir.empty() ? "." : dir);
+        start = end + 1;
+    }
+    return dirs;
+}
+
+std::vector<RlimitSetting> make_rlimits(const SandboxSpec& spec, const CgroupLeaf* leaf) {
+    std::vector<RlimitSetting> limits;
+    auto set = [&](int resource, uint64_t value) {
+        rlimit current{};
+        (void)::getrlimit(static_cast<__rlimit_resource>(resource), &current);
+        rlim_t v = static_cast<rlim_t>(value);
+        if (current.rlim_max != RLIM_INFINITY && v > current.rlim_max) {
+            v = current.rlim_max;  // raising a hard limit needs privileges we do not want
+        }
+        limits.push_back(RlimitSetting{resource, rlimit{v, v}});
+    };
+    set(RLIMIT_CORE, 0);
+    set(RLIMIT_NOFILE, spec.limits.nofile);
+    bool cgroup_pids = leaf != nullptr && leaf->applies_pids();
+    bool cgroup_memory = leaf != nullptr && leaf->applies_memory();
+    // Counted per uid within the sandbox's own user namespace, so it bounds this sandbox.
+    uint64_t nproc = spec.limits.pids.value_or(spec.limits.nproc_fallback);
+    if (cgroup_pids && !spec.limits.pids) {
+        nproc = spec.limits.nproc_fallback;
+    }
+    set(RLIMIT_NPROC, nproc);
+    if (spec.limits.memory_bytes && !cgroup_memory) {
+        set(RLIMIT_AS, *spec.limits.memory_bytes);
+    }
+    return limits;
+}
+
+// Turns the child's {step, errno, index} into an operator-facing error.
+Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec& spec) {
+    auto index = static_cast<size_t>(e.index);
+    switch (e.step) {
+        case ChildStep::kExec:
+            if (e.err == ENOENT) {
+                return Error{Errc::kNotFound,
+                             fmt::format("command \"{}\" not found in the sandbox image: install it "
+                                         "in the image, pass its directory with --ro, or check PATH",
+                                         spec.argv[0]),
+                             e.err};
+            }
+            return Error{Errc::kPermissionDenied,
+                         fmt::format("command \"{}\" cannot be executed in the sandbox: {}",
+                                     spec.argv[0], errno_string(e.err)),
+                         e.err};
+        case ChildStep::kChdir:
+            return Error{Errc::kFailedPrecondition,
+                         fmt::format("working directory \"{}\" is not reachable in the sandbox: {}",
+                                     plan.cwd, errno_string(e.err)),
+                         e.err};
+        case ChildStep::kCaptureSource:
+            if (e.index >= 0 && index < plan.mounts.sources.size()) {
+                return errno_error(fmt::format("sandbox setup: bind \"{}\"", plan.mounts.sources[index]),
+                                   e.err);
+            }
+            break;
+        case ChildStep::kMountOp:
+            if (e.index >= 0 && index < plan.mounts.ops.size()) {
+                const MountOp& op = plan.mounts.ops[index];
+                std::string what = op.kind == MountOpKind::kBind
+                                       ? fmt::format("bind \"{}\" -> \"{}\"", op.data, op.target)
+                                       : fmt::format("mount \"{}\"", op.target);
+                Error err = errno_error(fmt::format("sandbox setup: {}", what), e.err);
+                if (op.kind == MountOpKind::kProc && e.err == EPERM) {
+                    err.message += ". Likely cause: the host's /proc has masked entries (as inside "
+                                   "a container); run with --isolation landlock";
+                }
+                return err;
+            }
+            break;
+        case ChildStep::kLandlock:
+            if (e.index >= 0 && index < plan.landlock.rules.size()) {
+                return errno_error(
+                    fmt::format("sandbox setup: Landlock rule \"{}\"", plan.landlock.rules[index].path),
+                    e.err);
+            }
+            break;
+        default: break;
+    }
+    return errno_error(fmt::format("sandbox setup: {}", child_step_name(e.step)), e.err);
+}
+
+struct Received {
+    bool error = false;
+    ChildError child_error;
+    UniqueFd terminal;
+};
+
+// Reads the child's messages until EOF (the command was exec'd) or an error report.
+Result<Received> receive_child_report(int fd) {
+    Received out;
+    for (;;) {
+        ChildMessage msg;
+        iovec iov{&msg, sizeof msg};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+        msghdr mh{};
+        mh.msg_iov = &iov;
+        mh.msg_iovlen = 1;
+        mh.msg_control = control;
+        mh.msg_controllen = sizeof control;
+        ssize_t n = retry_eintr([&] { return ::recvmsg(fd, &mh, MSG_CMSG_CLOEXEC); });
+        if (n < 0) {
+            return errno_error("read the sandbox's setup report", errno);
+        }
+        if (n == 0) {
+            return out;
+        }
+        for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                int passed = -1;
+                std::memcpy(&passed, CMSG_DATA(cm), sizeof passed);
+                out.terminal.reset(passed);
+            }
+        }
+        if (static_cast<size_t>(n) != sizeof msg) {
+            return Error{Errc::kInternal, "sandbox setup report has the wrong size"};
+        }
+        if (msg.kind == ChildMessage::kError) {
+            out.error = true;
+            out.child_error = msg.error;
+            return out;
+        }
+    }
+}
+
+}  // namespace
+
+Sandbox::Sandbox(Sandbox&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::move(other.pidfd_)),
+      terminal_(std::move(other.terminal_)),
+      cgroup_(std::move(other.cgroup_)),
+      reaped_(std::exchange(other.reaped_, true)) {
+    other.cgroup_.reset();
+}
+
+Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
+    if (this != &other) {
+        if (pid_ > 0 && !reaped_) {
+            kill();
+            (void)wait();
+        }
+        pid_ = std::exchange(other.pid_, -1);
+        pidfd_ = std::move(other.pidfd_);
+        terminal_ = std::move(other.terminal_);
+        cgroup_ = std::move(other.cgroup_);
+        other.cgroup_.reset();
+        reaped_ = std::exchange(other.reaped_, true);
+    }
+    return *this;
+}
+
+Sandbox::~Sandbox() {
+    if (pid_ > 0 && !reaped_) {
+        kill();
+        (void)wait();
+    }
+}
+
+Status Sandbox::signal(int sig) const {
+    if (::syscall(SYS_pidfd_send_signal, pidfd_.get(), sig, nullptr, 0) != 0) {
+        return errno_error("signal the sandbox", errno);
+    }
+    return {};
+}
+
+void Sandbox::kill() noexcept {
+    if (pidfd_.valid()) {
+        (void)::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    }
+    if (pid_ > 0 && !reaped_) {
+        (void)::kill(-pid_, SIGKILL);  // without a pid namespace: the command's process group
+    }
+    if (cgroup_) {
+        cgroup_->kill();
+    }
+}
+
+Result<ExitStatus> Sandbox::wait() {
+    if (reaped_) {
+        return Error{Errc::kFailedPrecondition, "sandbox already reaped"};
+    }
+    siginfo_t info{};
+    if (retry_eintr([&] { return ::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED); }) !=
+        0) {
+        return errno_error("wait for the sandbox", errno);
+    }
+    reaped_ = true;
+    if (cgroup_) {
+        cgroup_->kill();  // without a pid namespace, orphans may remain in the cgroup
+    }
+    if (info.si_code == CLD_EXITED) {
+        return ExitStatus{.code = info.si_status, .signal = 0};
+    }
+    return ExitStatus{.code = 128 + info.si_status, .signal = info.si_status};
+}
+
+bool Sandbox::oom_killed() const { return cgroup_ && cgroup_->oom_killed(); }
+
+Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
+    auto log = log::get("sandbox");
+    if (spec.argv.empty()) {
+        return Error{Errc::kInvalidArgument, "no command to run"};
+    }
+    if (spec.isolation == Isolation::kAuto) {
+        return Error{Errc::kInternal, "launch: isolation level not resolved"};
+    }
+    const bool userns = has_user_ns(spec.isolation);
+    const bool sandboxed = spec.isolation != Isolation::kNone;
+    const bool root = ::geteuid() == 0;
+
+    // 1. Prepare everything the child needs, so that it never allocates.
+    ChildPlan plan;
+    plan.new_user_ns = userns;
+    plan.new_mount_ns = userns;
+    plan.new_uts_ns = userns;
+    plan.new_net_ns = userns && spec.network == NetworkMode::kNone;
+    plan.as_pid1 = userns;
+    plan.drop_groups = root && sandboxed;
+    plan.set_ids = userns || (root && sandboxed);
+    plan.uid = userns ? spec.identity.sandbox_uid : spec.identity.host_uid;
+    plan.gid = userns ? spec.identity.sandbox_gid : spec.identity.host_gid;
+    plan.hostname = spec.hostname;
+    plan.last_cap = last_capability();
+    plan.cwd = spec.cwd;
+    plan.tty = {spec.tty_fds[0], spec.tty_fds[1], spec.tty_fds[2]};
+
+    if (userns) {
+        std::vector<bool> is_dir;
+        for (const auto& bind : spec.binds) {
+            struct stat st {};
+            is_dir.push_back(::stat(bind.source.c_str(), &st) != 0 || S_ISDIR(st.st_mode));
+        }
+        plan.mounts = make_mount_plan(spec, is_dir);
+        plan.staging = kStaging;
+        for (const auto& op : plan.mounts.ops) {
+            plan.staged.push_back(plan.staging + op.target);
+        }
+        plan.staged_dev_null = plan.staging + "/dev/null";
+        plan.source_fds.assign(plan.mounts.sources.size(), -1);
+        plan.prepared_fds.assign(plan.mounts.sources.size(), -1);
+    }
+    plan.argv_storage = spec.argv;
+    plan.envp_storage = spec.env;
+    for (auto& arg : plan.argv_storage) {
+        plan.argv.push_back(arg.data());
+    }
+    plan.argv.push_back(nullptr);
+    for (auto& entry : plan.envp_storage) {
+        plan.envp.push_back(entry.data());
+    }
+    plan.envp.push_back(nullptr);
+    plan.search_path = search_path(spec.env);
+
+    if (sandboxed) {
+        Error error;
+        const SeccompProgram* program = seccomp_for(spec.network, &error);
+        if (program == nullptr) {
+            return std::move(error).wrap("compile the seccomp filter");
+        }
+        plan.seccomp = program->fprog();
+        static const LandlockSupport landlock = probe_landlock();
+        plan.landlock = make_landlock_plan(
+            landlock.abi, LandlockPaths{.writable = spec.writable_paths, .readable = spec.readable_paths});
+    }
+    if (plan.as_pid1) {
+        ProcessBlocks blocks = read_process_blocks();
+        plan.args_begin = blocks.args_begin;
+        plan.args_end = blocks.args_end;
+        plan.env_begin = blocks.env_begin;
+        plan.env_end = blocks.env_end;
+    }
+
+    std::optional<CgroupLeaf> leaf;
+    if (spec.isolation == Isolation::kFull) {
+        auto created = CgroupLeaf::create(spec.limits, cgroups);
+        if (!created) {
+            return std::move(created).error().wrap("create the sandbox's cgroup");
+        }
+        leaf = std::move(created).value();
+    }
+    plan.rlimits = make_rlimits(spec, leaf ? &*leaf : nullptr);
+
+    // Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
+    // unprivileged host uid) can write them and files keep their owner on disk.
+    std::vector<UniqueFd> idmapped;
+    if (userns && root && spec.idmap_writable_binds) {
+        for (size_t i = 0; i < plan.mounts.ops.size(); ++i) {
+            const MountOp& op = plan.mounts.ops[i];
+            if (op.kind != MountOpKind::kBind || !op.writable || op.device) {
+                continue;
+            }
+            struct stat st {};
+            if (::stat(op.data.c_str(), &st) != 0) {
+                return errno_error(fmt::format("stat \"{}\"", op.data), errno);
+            }
+            ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid, st.st_gid,
+                                                          spec.identity.host_gid));
+            auto tree = make_idmapped_tree(op.data, ns.get());
+            if (!tree) {
+                return std::move(tree).error().wrap(
+                    "present the workspace with its owner (idmapped mount)");
+            }
+            plan.prepared_fds[static_cast<size_t>(op.source_index)] = tree->get();
+            idmapped.push_back(std::move(tree).value());
+        }
+    }
+
+    ASSIGN_OR_RETURN(FdPair sync, make_socketpair(SOCK_SEQPACKET));
+    plan.sync_fd = sync.second.get();
+    plan.parent_sync_fd = sync.first.get();
+
+    // 2. clone3 into the new namespaces, with a pidfd (and straight into a v2 cgroup).
+    uint64_t flags = CLONE_PIDFD;
+    if (userns) {
+        flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_NEWCGROUP;
+        if (plan.new_net_ns) {
+            flags |= CLONE_NEWNET;
+        }
+    }
+    int pidfd = -1;
+    clone_args args{};
+    args.flags = flags;
+    args.pidfd = reinterpret_cast<__u64>(&pidfd);  // NOLINT: the kernel ABI wants an address
+    args.exit_signal = SIGCHLD;
+    bool into_cgroup = leaf && leaf->v2_dir_fd() >= 0;
+    if (into_cgroup) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = static_cast<__u64>(static_cast<unsigned int>(leaf->v2_dir_fd()));
+    }
+    // SAFETY: fork-like clone3 (no CLONE_VM, no stack): the child runs child_main on a copy of
+    // this stack and never returns.
+    long pid = ::syscall(SYS_clone3, &args, sizeof args);
+    if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
+        into_cgroup = false;
+        pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
+    }
+    if (pid == 0) {
+        child_main(plan);
+    }
+    if (pid < 0) {
+        int err = errno;
+        Error error = errno_error("clone the sandbox", err);
+        if (userns && (err == EPERM || err == ENOSPC || err == EUSERS)) {
+            error.code = Errc::kUnavailable;
+            error.message +=
+                ". Likely cause: user namespaces are disabled or exhausted (sysctl "
+                "user.max_user_namespaces, kernel.unprivileged_userns_clone or an AppArmor "
+                "restriction). Enable them, or run with --isolation landlock";
+        }
+        return error;
+    }
+    sync.second.reset();
+    idmapped.clear();
+
+    Sandbox sandbox;
+    sandbox.pid_ = static_cast<pid_t>(pid);
+    sandbox.pidfd_.reset(pidfd);
+    sandbox.cgroup_ = std::move(leaf);
+    SPDLOG_LOGGER_DEBUG(log, "sandbox cloned pid={} level={}", pid, isolation_name(spec.isolation));
+
+    // 3. Id maps, the cgroup, then "go". On failure the Sandbox destructor kills and reaps.
+    if (userns) {
+        if (auto st = write_id_maps(sandbox.pid_, spec.identity.sandbox_uid, spec.identity.host_uid,
+                                    spec.identity.sandbox_gid, spec.identity.host_gid, !root);
+            !st) {
+            return std::move(st).error().wrap("write the sandbox's id maps");
+        }
+    }
+    if (sandbox.cgroup_) {
+        if (auto st = sandbox.cgroup_->add_process(sandbox.pid_, into_cgroup); !st) {
+            return std::move(st).error().wrap("move the sandbox into its cgroup");
+        }
+    }
+    char go = 'g';
+    if (retry_eintr([&] { return ::send(sync.first.get(), &go, 1, MSG_NOSIGNAL); }) != 1) {
+        return errno_error("start the sandbox", errno);
+    }
+    ASSIGN_OR_RETURN(Received report, receive_child_report(sync.first.get()));
+    if (report.error) {
+        Error error = child_error(report.child_error, plan, spec);
+        (void)sandbox.wait();  // the child has exited (or will, having reported)
+        return error;
+    }
+    sandbox.terminal_ = std::move(report.terminal);
+    return sandbox;
+}
+
+}  // namespace stockade::sandbox

@@ -1,0 +1,63 @@
+// The launcher: turns a SandboxSpec into a running sandbox (DESIGN.md §4 and
+// docs/sandbox-lifecycle.md, which follow launch() and child_main() step by step).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/spec.h"
+
+namespace stockade::sandbox {
+
+// How the sandbox ended. `code` follows the shell: the command's exit status, or 128+N when
+// signal N killed it.
+struct ExitStatus {
+    int code = 0;
+    int signal = 0;  // the signal that killed the sandbox's init itself (0 if it exited)
+};
+
+// A running sandbox: owns its init's pidfd, the pseudo-terminal master and the cgroup leaf.
+// Destroying it kills whatever is still running and reaps it.
+class Sandbox {
+public:
+    Sandbox() = default;
+    Sandbox(Sandbox&& other) noexcept;
+    Sandbox& operator=(Sandbox&& other) noexcept;
+    Sandbox(const Sandbox&) = delete;
+    Sandbox& operator=(const Sandbox&) = delete;
+    ~Sandbox();
+
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+    // Pollable: readable once the sandbox has exited.
+    [[nodiscard]] int pidfd() const noexcept { return pidfd_.get(); }
+    // The master side of the command's terminal (spec.tty), or an invalid fd.
+    UniqueFd& terminal() noexcept { return terminal_; }
+
+    // Sends `sig` to the sandbox's init, which forwards it to the command.
+    Status signal(int sig) const;
+    // SIGKILL to init (the pid namespace dies with it) and to the cgroup.
+    void kill() noexcept;
+    // Blocks until the sandbox has exited and collects its status.
+    Result<ExitStatus> wait();
+    // True when the cgroup saw an OOM kill.
+    [[nodiscard]] bool oom_killed() const;
+
+private:
+    friend Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups);
+    pid_t pid_ = -1;
+    UniqueFd pidfd_;
+    UniqueFd terminal_;
+    std::optional<CgroupLeaf> cgroup_;
+    bool reaped_ = false;
+};
+
+// Starts the sandbox. Returns once the command has been exec'd (or failed to be: then the
+// error names the step and the cause — code kNotFound / kPermissionDenied for a command that
+// is missing or not executable). `cgroups` is what probe_cgroups() found; used at kFull.
+Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups);
+
+}  // namespace stockade::sandbox

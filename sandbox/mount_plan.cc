@@ -1,0 +1,125 @@
+#include "sandbox/mount_plan.h"
+
+#include <fmt/format.h>
+
+namespace stockade::sandbox {
+
+const char* const kProcMaskedFiles[] = {
+    "/proc/kcore",         "/proc/kallsyms",   "/proc/sysrq-trigger", "/proc/timer_list",
+    "/proc/keys",          "/proc/key-users",  "/proc/latency_stats", "/proc/sched_debug",
+    "/proc/kpagecount",    "/proc/kpageflags", "/proc/kpagecgroup",   "/proc/vmallocinfo",
+    "/proc/config.gz",     "/proc/kmsg",       "/proc/modules",       "/proc/slabinfo",
+    "/proc/buddyinfo",     "/proc/pagetypeinfo", nullptr,
+};
+const char* const kProcMaskedDirs[] = {"/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/firmware",
+                                       "/proc/driver", "/proc/dynamic_debug", nullptr};
+const char* const kProcReadOnly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
+                                     "/proc/sysvipc", nullptr};
+
+namespace {
+
+bool is_under(const std::string& path, const std::string& dir) {
+    if (dir == "/") {
+        return true;
+    }
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                           path[dir.size()] == '/');
+}
+
+}  // namespace
+
+MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& source_is_dir) {
+    MountPlan plan;
+    auto add_bind = [&](size_t i) {
+        const Bind& bind = spec.binds[i];
+        plan.sources.push_back(bind.source);
+        plan.ops.push_back(MountOp{.kind = MountOpKind::kBind,
+                                   .target = bind.target,
+                                   .data = bind.source,
+                                   .writable = bind.writable,
+                                   .optional = bind.optional,
+                                   .is_dir = i < source_is_dir.size() ? source_is_dir[i] : true,
+                                   .source_index = static_cast<int>(plan.sources.size() - 1)});
+    };
+    // 1. The image: read-only binds that are not below the sandbox's own /tmp, /dev or /proc.
+    //    Writable binds (the workspace, --rw) and user binds below /tmp come after /tmp exists.
+    auto is_late = [](const Bind& bind) {
+        return bind.writable || is_under(bind.target, "/tmp") || is_under(bind.target, "/dev") ||
+               is_under(bind.target, "/proc");
+    };
+    for (size_t i = 0; i < spec.binds.size(); ++i) {
+        if (!is_late(spec.binds[i])) {
+            add_bind(i);
+        }
+    }
+    for (const auto& link : spec.symlinks) {
+        plan.ops.push_back(
+            MountOp{.kind = MountOpKind::kSymlink, .target = link.target, .data = link.link_text});
+    }
+    for (const auto& file : spec.files) {
+        plan.ops.push_back(MountOp{.kind = MountOpKind::kFile,
+                                   .target = file.target,
+                                   .data = file.content,
+                                   .mode = file.mode});
+    }
+    // 2. Fresh /tmp, /dev (devices bound from the host, a new devpts instance, /dev/shm), /proc.
+    plan.ops.push_back(MountOp{.kind = MountOpKind::kTmpfs,
+                               .target = "/tmp",
+                               .data = fmt::format("mode=1777,size={}", spec.limits.tmp_bytes),
+                               .writable = true});
+    plan.ops.push_back(MountOp{.kind = MountOpKind::kTmpfs,
+                               .target = "/dev",
+                               .data = "mode=0755,size=65536,nr_inodes=64",
+                               .writable = true});
+    for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
+        std::string path = fmt::format("/dev/{}", dev);
+        plan.sources.push_back(path);
+        plan.ops.push_back(MountOp{.kind = MountOpKind::kBind,
+                                   .target = path,
+                                   .data = path,
+                                   .writable = true,
+                                   .is_dir = false,
+                                   .device = true,
+                                   .source_index = static_cast<int>(plan.sources.size() - 1)});
+    }
+    plan.ops.push_back(MountOp{.kind = MountOpKind::kDevpts,
+                               .target = "/dev/pts",
+                               .data = "newinstance,ptmxmode=0666,mode=0620",
+                               .writable = true});
+    plan.ops.push_back(
+        MountOp{.kind = MountOpKind::kSymlink, .target = "/dev/ptmx", .data = "pts/ptmx"});
+    plan.ops.push_back(MountOp{.kind = MountOpKind::kTmpfs,
+                               .target = "/dev/shm",
+                               .data = fmt::format("mode=1777,size={}", spec.limits.shm_bytes),
+                               .writable = true});
+    plan.ops.push_back(
+        MountOp{.kind = MountOpKind::kSymlink, .target = "/dev/fd", .data = "/proc/self/fd"});
+    plan.ops.push_back(
+        MountOp{.kind = MountOpKind::kSymlink, .target = "/dev/stdin", .data = "/proc/self/fd/0"});
+    plan.ops.push_back(
+        MountOp{.kind = MountOpKind::kSymlink, .target = "/dev/stdout", .data = "/proc/self/fd/1"});
+    plan.ops.push_back(
+        MountOp{.kind = MountOpKind::kSymlink, .target = "/dev/stderr", .data = "/proc/self/fd/2"});
+    plan.ops.push_back(MountOp{.kind = MountOpKind::kReadOnly, .target = "/dev"});
+    plan.ops.push_back(MountOp{.kind = MountOpKind::kProc, .target = "/proc", .writable = true});
+    for (const char* const* p = kProcMaskedFiles; *p != nullptr; ++p) {
+        plan.ops.push_back(
+            MountOp{.kind = MountOpKind::kMask, .target = *p, .optional = true, .is_dir = false});
+    }
+    for (const char* const* p = kProcMaskedDirs; *p != nullptr; ++p) {
+        plan.ops.push_back(
+            MountOp{.kind = MountOpKind::kMask, .target = *p, .optional = true, .is_dir = true});
+    }
+    for (const char* const* p = kProcReadOnly; *p != nullptr; ++p) {
+        plan.ops.push_back(MountOp{.kind = MountOpKind::kReadOnly, .target = *p, .optional = true});
+    }
+    // 3. The workspace and the user's binds, in the order given, over the fresh tree.
+    for (size_t i = 0; i < spec.binds.size(); ++i) {
+        if (is_late(spec.binds[i])) {
+            add_bind(i);
+        }
+    }
+    return plan;
+}
+
+}  // namespace stockade::sandbox

@@ -1,0 +1,51 @@
+// The sandbox's root, as an ordered list of mount operations. Built in the supervisor from a
+// SandboxSpec (pure: no syscalls), executed by the child after clone (sandbox/child.cc), which
+// must not allocate — so every path here is final and absolute, relative to the new root.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sandbox/spec.h"
+
+namespace stockade::sandbox {
+
+enum class MountOpKind {
+    kBind,      // move a tree captured before the root was built (open_tree) to `target`
+    kTmpfs,     // a fresh tmpfs at `target` with `data` ("mode=1777,size=...")
+    kProc,      // a fresh procfs for the sandbox's pid namespace
+    kDevpts,    // a new devpts instance
+    kMask,      // bind /dev/null over a file, or an empty read-only tmpfs over a directory
+    kReadOnly,  // make an existing mount point (and everything below it) read-only
+    kSymlink,   // symlink(`data`, `target`)
+    kFile,      // write `data` to a new file `target` (mode `mode`)
+};
+
+struct MountOp {
+    MountOpKind kind = MountOpKind::kBind;
+    std::string target{};  // absolute path inside the sandbox
+    std::string data{};    // source (kBind), options, link text or file content
+    bool writable = false;
+    bool optional = false;  // a missing source or target is skipped
+    bool is_dir = true;     // kBind: the source is a directory (else a file)
+    bool device = false;    // kBind: a device node (its mount must allow devices)
+    uint32_t mode = 0644;
+    int source_index = -1;  // kBind: index into the plan's sources
+};
+
+struct MountPlan {
+    std::vector<std::string> sources;  // host paths to capture before the root is built
+    std::vector<MountOp> ops;          // in execution order
+};
+
+// Files below /proc that are masked, and the directories made read-only, as Docker does.
+extern const char* const kProcMaskedFiles[];
+extern const char* const kProcMaskedDirs[];
+extern const char* const kProcReadOnly[];
+
+// Orders the spec's binds, tmpfs mounts, /dev, /proc, generated files and symlinks.
+// `source_is_dir` tells, per spec bind, whether the host source is a directory.
+MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& source_is_dir);
+
+}  // namespace stockade::sandbox

@@ -1,0 +1,94 @@
+// SandboxSpec: the finished description of one sandbox. The sandbox module knows nothing of
+// tools, policy syntax or CLI flags: runner builds a spec (with images/ for the root) and asks
+// the launcher to start it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stockade::sandbox {
+
+// How strongly to isolate. kAuto is resolved by choose_isolation() before launch.
+enum class Isolation {
+    kAuto,
+    kFull,        // namespaces + seccomp + Landlock + cgroups
+    kNamespaces,  // namespaces + seccomp + Landlock; rlimits instead of cgroups
+    kLandlock,    // no user namespace: Landlock + seccomp + rlimits, the host's mount view
+    kNone,        // development only: no isolation at all
+};
+const char* isolation_name(Isolation level) noexcept;
+
+enum class NetworkMode {
+    kNone,  // an empty network namespace with loopback up
+    kHost,  // the host's network namespace
+};
+const char* network_name(NetworkMode mode) noexcept;
+
+// A bind mount of a host path at `target` inside the sandbox (absolute paths).
+struct Bind {
+    std::string source{};
+    std::string target{};
+    bool writable = false;
+    bool optional = false;  // skip silently when the source does not exist (image files)
+};
+
+// A file the launcher writes into the sandbox's read-only root (e.g. /etc/passwd).
+struct GeneratedFile {
+    std::string target{};
+    std::string content{};
+    mode_t mode = 0644;
+};
+
+// A symlink in the sandbox's root, e.g. /bin -> usr/bin on merged-/usr hosts.
+struct Symlink {
+    std::string target{};
+    std::string link_text{};
+};
+
+struct Limits {
+    std::optional<uint64_t> memory_bytes;  // cgroup memory.max (+swap 0), else RLIMIT_AS
+    std::optional<uint64_t> pids;          // cgroup pids.max, else RLIMIT_NPROC
+    std::optional<double> cpu;             // cgroup cpu.max in CPUs (0.5 = half a CPU)
+    uint64_t tmp_bytes = 1ULL << 30;       // size of the /tmp tmpfs
+    uint64_t shm_bytes = 64ULL << 20;      // size of the /dev/shm tmpfs
+    uint64_t nofile = 65536;               // RLIMIT_NOFILE
+    uint64_t nproc_fallback = 4096;        // RLIMIT_NPROC when no pids cgroup and no --pids
+};
+
+// The ids the sandbox runs as, inside and on the host.
+struct Identity {
+    uid_t sandbox_uid = 1000;  // uid inside the user namespace
+    gid_t sandbox_gid = 1000;
+    uid_t host_uid = 0;        // what sandbox_uid maps to on the host
+    gid_t host_gid = 0;
+    std::string user_name = "stockade";
+};
+
+struct SandboxSpec {
+    std::vector<std::string> argv{};  // argv[0] is resolved against PATH inside the sandbox
+    std::vector<std::string> env{};   // "NAME=VALUE", exactly what the command gets
+    std::string cwd{};                // inside the sandbox
+    std::string hostname = "stockade";
+    std::vector<Bind> binds{};        // in mount order; parents before children
+    std::vector<GeneratedFile> files{};
+    std::vector<Symlink> symlinks{};
+    std::vector<std::string> writable_paths{};  // Landlock: where writes are allowed
+    std::vector<std::string> readable_paths{};  // Landlock at level kLandlock: where reads are
+    Limits limits;
+    NetworkMode network = NetworkMode::kNone;
+    Isolation isolation = Isolation::kFull;  // resolved: never kAuto at launch
+    Identity identity;
+    bool idmap_writable_binds = false;  // present writable binds through idmapped mounts
+    // Which of the command's fds 0, 1, 2 are a private pseudo-terminal (the supervisor relays
+    // it to the user's terminal); the others are passed through.
+    std::array<bool, 3> tty_fds{};
+    std::optional<std::chrono::milliseconds> timeout;
+};
+
+}  // namespace stockade::sandbox
