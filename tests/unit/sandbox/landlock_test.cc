@@ -1,0 +1,397 @@
+#include "sandbox/landlock.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/fd_leak_checker.h"
+
+namespace stockade::sandbox {
+namespace {
+
+using ::stockade::testing::FdLeakChecker;
+using ::testing::ElementsAre;
+using ::testing::FieldsAre;
+
+constexpr uint64_t kAbi1 = 0x1fff;  // EXECUTE .. MAKE_SYM
+constexpr uint64_t kDev = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
+                          LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_IOCTL_DEV;
+constexpr uint64_t kScoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+
+// "EPERM", or "success" for 0.
+const char* err_name(int err) {
+    if (err == 0) {
+        return "success";
+    }
+    const char* name = strerrorname_np(err);
+    return name != nullptr ? name : "unknown errno";
+}
+
+// ---- The plan (pure) -----------------------------------------------------------------------
+
+TEST(LandlockPlanTest, AbiZeroGivesAnEmptyPlanThatApplyIgnores) {
+    LandlockPlan plan = make_landlock_plan(0, {.writable = {"/tmp"}, .readable = {}});
+    EXPECT_EQ(plan.abi, 0);
+    EXPECT_EQ(plan.handled_fs, 0U);
+    EXPECT_EQ(plan.scoped, 0U);
+    EXPECT_TRUE(plan.rules.empty());
+    int failed_rule = 5;
+    EXPECT_EQ(apply_landlock(plan, &failed_rule), 0);
+    EXPECT_EQ(failed_rule, -1);
+}
+
+TEST(LandlockPlanTest, HandlesEveryFilesystemRightOfTheAbi) {
+    const std::array<uint64_t, 9> want = {
+        0,
+        kAbi1,
+        kAbi1 | LANDLOCK_ACCESS_FS_REFER,
+        kAbi1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE,
+        kAbi1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE,  // 4: network only
+        0xffff,                                                          // 5: IOCTL_DEV
+        0xffff,
+        0xffff,
+        0xffff,  // a newer kernel: the rights known here
+    };
+    for (int abi = 0; abi < static_cast<int>(want.size()); ++abi) {
+        const LandlockPlan plan = make_landlock_plan(abi, {});
+        EXPECT_EQ(plan.handled_fs, want[static_cast<size_t>(abi)]) << "abi " << abi;
+        EXPECT_EQ(landlock_fs_access(abi), want[static_cast<size_t>(abi)]) << "abi " << abi;
+        EXPECT_EQ(plan.scoped, abi >= 6 ? kScoped : 0U) << "abi " << abi;
+    }
+}
+
+TEST(LandlockPlanTest, DefaultReadsEverythingAndWritesOnlyWhereAllowed) {
+    const LandlockPlan plan =
+        make_landlock_plan(7, {.writable = {"/work", "/tmp"}, .readable = {}});
+    EXPECT_EQ(plan.abi, 7);
+    EXPECT_THAT(
+        plan.rules,
+        ElementsAre(FieldsAre("/", kLandlockReadAccess, false), FieldsAre("/dev", kDev, true),
+                    FieldsAre("/proc", kLandlockReadAccess, true),
+                    FieldsAre("/work", 0xffffU, false), FieldsAre("/tmp", 0xffffU, false)));
+}
+
+TEST(LandlockPlanTest, ReadablePathsReplaceTheRootAndRightsAreMaskedToTheAbi) {
+    const LandlockPlan plan =
+        make_landlock_plan(3, {.writable = {"/work"}, .readable = {"/usr", "/etc"}});
+    const uint64_t abi3 = kAbi1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE;
+    EXPECT_THAT(plan.rules,
+                ElementsAre(FieldsAre("/usr", kLandlockReadAccess, true),
+                            FieldsAre("/etc", kLandlockReadAccess, true),
+                            FieldsAre("/dev", kDev & ~LANDLOCK_ACCESS_FS_IOCTL_DEV, true),
+                            FieldsAre("/proc", kLandlockReadAccess, true),
+                            FieldsAre("/work", abi3, false)));
+    for (const LandlockRule& rule : plan.rules) {
+        EXPECT_EQ(rule.access & ~plan.handled_fs, 0U) << rule.path;
+    }
+}
+
+// ---- In a child: the kernel's verdict ------------------------------------------------------
+
+// Collects the child's failures into a pipe; the parent prints them.
+class ChildReport {
+public:
+    explicit ChildReport(int fd) : fd_(fd) {}
+
+    template <class... Args>
+    void fail(fmt::format_string<Args...> format, Args&&... args) {
+        std::string line = fmt::format(format, std::forward<Args>(args)...) + "\n";
+        [[maybe_unused]] ssize_t written = ::write(fd_, line.data(), line.size());
+        ++failures_;
+    }
+
+    // Opens `path` and expects `want_errno` (0: success; the descriptor is closed).
+    void expect_open(const std::string& path, int flags, int want_errno) {
+        int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+        int err = fd < 0 ? errno : 0;
+        if (fd >= 0) {
+            (void)::close(fd);
+        }
+        if (err != want_errno) {
+            fail("open \"{}\" flags=0{:o}: {}, want {}", path.c_str(), flags, err_name(err),
+                 err_name(want_errno));
+        }
+    }
+
+    void expect_rc(const char* what, int rc, int want_errno) {
+        int err = rc < 0 ? errno : 0;
+        if (err != want_errno) {
+            fail("{}: {}, want {}", what, err_name(err), err_name(want_errno));
+        }
+    }
+
+    [[nodiscard]] int failures() const { return failures_; }
+
+private:
+    int fd_;
+    int failures_ = 0;
+};
+
+struct ChildOutcome {
+    int status = 0;
+    std::string report;
+};
+
+// Forks a child (no core dump, a 20 s alarm) that runs `body`; exits 0 when nothing failed.
+ChildOutcome run_in_child(const std::function<void(ChildReport&)>& body) {
+    std::array<int, 2> fds{};
+    if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
+        ADD_FAILURE() << "pipe2: " << err_name(errno);
+        return {};
+    }
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        (void)::close(fds[0]);
+        const rlimit no_core{0, 0};
+        (void)::setrlimit(RLIMIT_CORE, &no_core);
+        (void)::alarm(20);
+        ChildReport report(fds[1]);
+        body(report);
+        ::_exit(report.failures() == 0 ? 0 : 1);
+    }
+    (void)::close(fds[1]);
+    ChildOutcome outcome;
+    std::array<char, 4096> buf{};
+    ssize_t n = 0;
+    while ((n = ::read(fds[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0) {
+            outcome.report.append(buf.data(), static_cast<size_t>(n));
+        }
+    }
+    (void)::close(fds[0]);
+    if (pid < 0) {
+        ADD_FAILURE() << "fork: " << err_name(errno);
+        return outcome;
+    }
+    while (::waitpid(pid, &outcome.status, 0) < 0 && errno == EINTR) {
+    }
+    return outcome;
+}
+
+#define EXPECT_CHILD_OK(outcome)                                                   \
+    EXPECT_TRUE(WIFEXITED((outcome).status) && WEXITSTATUS((outcome).status) == 0) \
+        << "status " << (outcome).status << "\n"                                   \
+        << (outcome).report
+
+// Sets no_new_privs and applies `plan`; false (reported) on failure.
+bool confine(ChildReport& report, const LandlockPlan& plan) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        report.fail("PR_SET_NO_NEW_PRIVS: {}", err_name(errno));
+        return false;
+    }
+    int failed_rule = -1;
+    if (int err = apply_landlock(plan, &failed_rule); err != 0) {
+        report.fail(
+            "apply_landlock: {} at rule {} (\"{}\")", err_name(err), failed_rule,
+            failed_rule >= 0 ? plan.rules[static_cast<size_t>(failed_rule)].path.c_str() : "");
+        return false;
+    }
+    return true;
+}
+
+class LandlockKernelTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        LandlockSupport support = probe_landlock();
+        if (support.abi == 0) {
+            GTEST_SKIP() << "Landlock unavailable: " << err_name(support.sys_errno)
+                         << " (kernel without CONFIG_SECURITY_LANDLOCK, or landlock missing "
+                            "from the lsm= boot parameter)";
+        }
+        abi_ = support.abi;
+        a_ = make_temp_dir();
+        b_ = make_temp_dir();
+        ASSERT_FALSE(a_.empty());
+        ASSERT_FALSE(b_.empty());
+        write_file(a_ + "/existing", "a");
+        write_file(b_ + "/existing", "b");
+    }
+
+    void TearDown() override {
+        std::error_code ec;
+        for (const std::string& dir : {a_, b_}) {
+            if (!dir.empty()) {
+                std::filesystem::remove_all(dir, ec);
+            }
+        }
+    }
+
+    static std::string make_temp_dir() {
+        std::string templ = (std::filesystem::temp_directory_path() / "landlock_test.XXXXXX");
+        if (::mkdtemp(templ.data()) == nullptr) {
+            ADD_FAILURE() << "mkdtemp: " << err_name(errno);
+            return {};
+        }
+        return templ;
+    }
+
+    static void write_file(const std::string& path, const char* content) {
+        FILE* f = ::fopen(path.c_str(), "we");
+        ASSERT_NE(f, nullptr) << path;
+        (void)::fputs(content, f);
+        (void)::fclose(f);
+    }
+
+    FdLeakChecker fd_leak_checker_;
+    int abi_ = 0;
+    std::string a_;  // writable
+    std::string b_;  // readable (or hidden), never writable
+};
+
+TEST_F(LandlockKernelTest, WritesOnlyBeneathWritablePaths) {
+    const LandlockPlan plan = make_landlock_plan(abi_, {.writable = {a_}, .readable = {}});
+    ChildOutcome outcome = run_in_child([&](ChildReport& report) {
+        if (!confine(report, plan)) {
+            return;
+        }
+        report.expect_open(a_ + "/new", O_WRONLY | O_CREAT, 0);
+        report.expect_open(a_ + "/existing", O_WRONLY | O_TRUNC, 0);
+        report.expect_rc("mkdir in A", ::mkdir((a_ + "/dir").c_str(), 0755), 0);
+        report.expect_rc("rename in A",
+                         ::rename((a_ + "/new").c_str(), (a_ + "/dir/moved").c_str()), 0);
+        report.expect_rc("unlink in A", ::unlink((a_ + "/dir/moved").c_str()), 0);
+
+        report.expect_open(b_ + "/new", O_WRONLY | O_CREAT, EACCES);
+        report.expect_open(b_ + "/existing", O_WRONLY, EACCES);
+        report.expect_open(b_ + "/existing", O_RDONLY, 0);
+        report.expect_rc("mkdir in B", ::mkdir((b_ + "/dir").c_str(), 0755), EACCES);
+        report.expect_rc("unlink in B", ::unlink((b_ + "/existing").c_str()), EACCES);
+        if (abi_ >= 3) {
+            report.expect_rc("truncate in B", ::truncate((b_ + "/existing").c_str(), 0), EACCES);
+        }
+        // Out of A into B needs rights on B.
+        report.expect_rc("rename A -> B",
+                         ::rename((a_ + "/existing").c_str(), (b_ + "/moved").c_str()),
+                         abi_ >= 2 ? EACCES : EXDEV);
+
+        report.expect_open("/etc/hostname", O_RDONLY, 0);
+        report.expect_open("/dev/null", O_WRONLY, 0);
+        report.expect_open("/proc/self/status", O_RDONLY, 0);
+        report.expect_open("/proc/self/comm", O_WRONLY, EACCES);
+    });
+    EXPECT_CHILD_OK(outcome);
+}
+
+TEST_F(LandlockKernelTest, ReadablePathsHideTheRest) {
+    const LandlockPlan plan = make_landlock_plan(
+        abi_,
+        {.writable = {}, .readable = {a_, "/usr", "/lib", "/lib64", "/bin", "/etc", "/missing"}});
+    ChildOutcome outcome = run_in_child([&](ChildReport& report) {
+        if (!confine(report, plan)) {
+            return;
+        }
+        report.expect_open(a_ + "/existing", O_RDONLY, 0);
+        report.expect_open(a_ + "/existing", O_WRONLY, EACCES);
+        report.expect_open(b_ + "/existing", O_RDONLY, EACCES);
+        report.expect_open(b_, O_RDONLY | O_DIRECTORY, EACCES);
+        report.expect_open("/etc/hostname", O_RDONLY, 0);
+        // Executables and their libraries are still reachable.
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            const char* argv[] = {"true", nullptr};
+            ::execv("/bin/true", const_cast<char* const*>(argv));
+            ::_exit(127);
+        }
+        int status = 0;
+        if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            report.fail("exec /bin/true: status {}", status);
+        }
+    });
+    EXPECT_CHILD_OK(outcome);
+}
+
+TEST_F(LandlockKernelTest, ARegularFileRuleKeepsOnlyFileRights) {
+    const LandlockPlan plan =
+        make_landlock_plan(abi_, {.writable = {a_ + "/existing"}, .readable = {}});
+    ChildOutcome outcome = run_in_child([&](ChildReport& report) {
+        if (!confine(report, plan)) {
+            return;
+        }
+        report.expect_open(a_ + "/existing", O_WRONLY | O_APPEND, 0);
+        report.expect_open(a_ + "/other", O_WRONLY | O_CREAT, EACCES);
+    });
+    EXPECT_CHILD_OK(outcome);
+}
+
+TEST_F(LandlockKernelTest, AMissingRequiredPathNamesTheRule) {
+    const LandlockPlan plan =
+        make_landlock_plan(abi_, {.writable = {a_, b_ + "/missing"}, .readable = {"/missing"}});
+    ChildOutcome outcome = run_in_child([&](ChildReport& report) {
+        if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+            report.fail("PR_SET_NO_NEW_PRIVS: {}", err_name(errno));
+            return;
+        }
+        int failed_rule = -1;
+        int err = apply_landlock(plan, &failed_rule);
+        if (err != ENOENT || failed_rule < 0 ||
+            plan.rules[static_cast<size_t>(failed_rule)].path != b_ + "/missing") {
+            report.fail("apply_landlock: {} at rule {}, want ENOENT at \"{}/missing\"",
+                        err_name(err), failed_rule, b_.c_str());
+        }
+        // Nothing was restricted.
+        report.expect_open(b_ + "/new", O_WRONLY | O_CREAT, 0);
+    });
+    EXPECT_CHILD_OK(outcome);
+}
+
+TEST_F(LandlockKernelTest, SignalsAndAbstractSocketsOutsideTheDomainAreDenied) {
+    if (abi_ < 6) {
+        GTEST_SKIP() << "Landlock ABI " << abi_ << " has no scoping (needs 6, Linux 6.12)";
+    }
+    // An abstract unix socket outside the sandbox's domain.
+    int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(listener, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string name = "stockade-landlock-test-" + std::to_string(::getpid());
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());
+    const auto addr_len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    ASSERT_EQ(::bind(listener, reinterpret_cast<const sockaddr*>(&addr), addr_len), 0)
+        << err_name(errno);
+    ASSERT_EQ(::listen(listener, 1), 0);
+
+    const LandlockPlan plan = make_landlock_plan(abi_, {.writable = {a_}, .readable = {}});
+    ChildOutcome outcome = run_in_child([&](ChildReport& report) {
+        report.expect_rc("kill parent before", ::kill(::getppid(), 0), 0);
+        if (!confine(report, plan)) {
+            return;
+        }
+        report.expect_rc("kill parent", ::kill(::getppid(), 0), EPERM);
+        report.expect_rc("kill self", ::kill(::getpid(), 0), 0);
+        int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        report.expect_rc("connect abstract",
+                         ::connect(s, reinterpret_cast<const sockaddr*>(&addr), addr_len), EPERM);
+        (void)::close(s);
+    });
+    (void)::close(listener);
+    EXPECT_CHILD_OK(outcome);
+}
+
+}  // namespace
+}  // namespace stockade::sandbox
