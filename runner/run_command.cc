@@ -427,6 +427,20 @@ int run_command(const RunOptions& options) {
         cgroups = sandbox::probe_cgroups();
     }
     auto box = sandbox::launch(spec, cgroups);
+    if (!box && box.error().code == Errc::kUnavailable && options.isolation == "auto" &&
+        spec.isolation != Isolation::kLandlock && sandbox::probe_landlock().abi > 0) {
+        // `auto` assumed user namespaces; the kernel said no. Take the next level down.
+        fmt::print(stderr, "stockade run: warning: {}; falling back to --isolation landlock\n",
+                   box.error().message);
+        RunOptions fallback = options;
+        fallback.isolation = "landlock";
+        auto rebuilt = build_run_spec(fallback, caller);
+        if (rebuilt) {
+            spec = std::move(rebuilt).value();
+            spec.isolation = Isolation::kLandlock;
+            box = sandbox::launch(spec, cgroups);
+        }
+    }
     if (!box) {
         const Error& error = box.error();
         fmt::print(stderr, "stockade run: {}\n", error.message);

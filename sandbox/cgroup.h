@@ -16,6 +16,7 @@
 namespace stockade::sandbox {
 
 enum class CgroupVersion { kNone, kV1, kV2 };
+const char* cgroup_version_name(CgroupVersion version) noexcept;  // "none", "v1", "v2"
 
 // What the host lets this process do with cgroups, controller by controller.
 struct CgroupSupport {

@@ -1,0 +1,65 @@
+// Host feature probes: what this kernel and this process may use (namespaces, seccomp, Landlock,
+// cgroups, idmapped mounts, pidfd, clone3), for `stockade doctor` and for choosing the
+// isolation level. choose_isolation() is pure, so tests feed it literal HostFeatures.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/landlock.h"
+#include "sandbox/spec.h"
+
+namespace stockade::sandbox {
+
+// One `stockade doctor` line: the feature, whether it is usable, and why (or what was found).
+struct FeatureCheck {
+    std::string name{};
+    bool ok = false;
+    std::string detail{};
+};
+
+struct HostFeatures {
+    bool user_ns = false;
+    bool mount_ns = false;
+    bool pid_ns = false;
+    bool net_ns = false;
+    bool ipc_uts_cgroup_ns = false;
+    // "clone(CLONE_NEWUSER): EPERM (Operation not permitted) — unprivileged user namespaces
+    // are disabled (sysctl kernel.unprivileged_userns_clone=0)"
+    std::string userns_reason{};
+    std::string mount_ns_reason{};  // each other namespace is probed inside a user namespace
+    std::string pid_ns_reason{};
+    std::string net_ns_reason{};
+    std::string ipc_uts_cgroup_ns_reason{};
+    bool seccomp = false;
+    std::string seccomp_reason{};
+    LandlockSupport landlock{};
+    CgroupSupport cgroups{};
+    bool idmapped_mounts = false;
+    bool idmap_required = true;  // false for non-root callers: binds already belong to them
+    std::string idmap_reason{};
+    bool pidfd = false;
+    std::string pidfd_reason{};
+    bool clone3 = false;
+    std::string clone3_reason{};
+
+    // One line per probe, in a fixed order; a failed check always carries its reason.
+    [[nodiscard]] std::vector<FeatureCheck> checks() const;
+};
+
+// The full probe (doctor, and once before the first launch). Forks short-lived children to
+// try clone() with each namespace flag and, as root, to build an idmapped mount; reaps them all
+// and leaves no descriptor behind.
+HostFeatures probe_host_features();
+
+// Resolves `requested` against the host. kAuto picks the strongest of full > namespaces >
+// landlock and never none. A level the host cannot give fails with kUnavailable:
+//   "full isolation is not available: <cause>. Fix: <remedy>"
+// Rules: full = user, mount, pid, net, ipc/uts/cgroup namespaces + seccomp (+ Landlock where present)
+// + usable cgroups; namespaces = the same without cgroups; landlock = Landlock + seccomp;
+// none is always available when asked for by name.
+Result<Isolation> choose_isolation(Isolation requested, const HostFeatures& features);
+
+}  // namespace stockade::sandbox
