@@ -392,13 +392,48 @@ void clear_capability_sets(const ChildPlan& plan) noexcept {
     }
 }
 
-void close_inherited_fds(const ChildPlan& plan) noexcept {
-    auto keep = static_cast<unsigned int>(plan.sync_fd);
-    if (keep > 3 && ::close_range(3, keep - 1, 0) != 0) {
+// The report socket and the exec descriptor move to fixed high numbers, the passed descriptors
+// become 3, 4, ...; everything else is closed.
+constexpr int kSyncFd = 1000;
+constexpr int kExecFd = 1001;
+
+void arrange_fds(ChildPlan& plan) noexcept {
+    auto park = [&](int fd, int target) {
+        if (fd != target && ::dup3(fd, target, O_CLOEXEC) < 0) {
+            fail(plan, ChildStep::kCloseFds, errno);
+        }
+        return target;
+    };
+    plan.sync_fd = park(plan.sync_fd, kSyncFd);
+    if (plan.exec_fd >= 0) {
+        plan.exec_fd = park(plan.exec_fd, kExecFd);
+    }
+    for (int fd = 0; fd < 3; ++fd) {
+        int source = plan.stdio[static_cast<size_t>(fd)];
+        if (source >= 0 && source != fd && ::dup2(source, fd) < 0) {
+            fail(plan, ChildStep::kCloseFds, errno);
+        }
+    }
+    // Two passes, so that a passed descriptor is never overwritten before it is moved.
+    for (size_t i = 0; i < plan.pass_fds.size(); ++i) {
+        int high = ::fcntl(plan.pass_fds[i], F_DUPFD_CLOEXEC, kExecFd + 1);
+        if (high < 0) {
+            fail(plan, ChildStep::kCloseFds, errno);
+        }
+        plan.pass_fds[i] = high;
+    }
+    for (size_t i = 0; i < plan.pass_fds.size(); ++i) {
+        if (::dup2(plan.pass_fds[i], 3 + static_cast<int>(i)) < 0) {  // clears close-on-exec
+            fail(plan, ChildStep::kCloseFds, errno);
+        }
+    }
+    auto first_free = static_cast<unsigned int>(3 + plan.pass_fds.size());
+    if (::close_range(first_free, kSyncFd - 1, 0) != 0 ||
+        ::close_range(kExecFd + 1, ~0U, 0) != 0) {
         fail(plan, ChildStep::kCloseFds, errno);
     }
-    if (::close_range(keep + 1, ~0U, 0) != 0) {
-        fail(plan, ChildStep::kCloseFds, errno);
+    if (plan.exec_fd < 0) {
+        (void)::close(kExecFd);
     }
 }
 
@@ -456,6 +491,10 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
 
 // Step 5: exec the command, searching PATH for a bare name. Never returns.
 [[noreturn]] void exec_command(const ChildPlan& plan) noexcept {
+    if (plan.exec_fd >= 0) {
+        ::syscall(SYS_execveat, plan.exec_fd, "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
+        fail(plan, ChildStep::kExec, errno);
+    }
     const char* file = plan.argv[0];
     bool has_slash = false;
     for (const char* p = file; *p != '\0'; ++p) {
@@ -617,8 +656,9 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
             fail(plan, ChildStep::kLandlock, err, rule);
         }
     }
-    // 4f. No inherited descriptors beyond 0, 1, 2 (and the sync socket, CLOEXEC).
-    close_inherited_fds(plan);
+    // 4f. No inherited descriptors beyond 0, 1, 2, the passed ones (3, 4, ...) and the report
+    // socket and exec descriptor (both close-on-exec).
+    arrange_fds(plan);
     for (size_t i = 0; i < plan.rlimits.size(); ++i) {
         if (::setrlimit(static_cast<__rlimit_resource>(plan.rlimits[i].resource),
                         &plan.rlimits[i].value) != 0) {

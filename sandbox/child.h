@@ -77,6 +77,9 @@ struct ChildPlan {
     bool new_uts_ns = true;
     bool new_net_ns = true;
     bool as_pid1 = true;    // fork the command from a reaping init (we are pid 1 of a pid ns)
+    int exec_fd = -1;       // execveat(exec_fd, "", AT_EMPTY_PATH) instead of a PATH search
+    std::vector<int> pass_fds;  // become the command's fds 3, 4, ...
+    std::array<int, 3> stdio{-1, -1, -1};  // replace fds 0, 1, 2 when >= 0
     bool drop_groups = false;  // setgroups(0, NULL): the caller was root
 
     bool set_ids = true;       // setresgid/setresuid to uid/gid below

@@ -157,6 +157,19 @@ int apply_landlock(const LandlockPlan& plan, int* failed_rule) noexcept {
             break;
         }
     }
+    if (err == 0 && plan.exec_fd >= 0) {
+        const landlock_path_beneath_attr binary{
+            .allowed_access =
+                (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE) & plan.handled_fs,
+            .parent_fd = plan.exec_fd};
+        if (::syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &binary, 0) <
+            0) {
+            err = errno;
+            if (failed_rule != nullptr) {
+                *failed_rule = static_cast<int>(plan.rules.size());
+            }
+        }
+    }
     if (err == 0 && ::syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0) {
         err = errno;
     }

@@ -61,6 +61,9 @@ struct LandlockPlan {
     uint64_t handled_fs = 0;  // every FS right this ABI knows (all of them handled)
     uint64_t scoped = 0;      // ABI >= 6: abstract unix sockets and signals scoped
     std::vector<LandlockRule> rules;
+    // A descriptor of a binary to be exec'd from outside the sandbox's tree (execveat): it
+    // gets read and execute rights of its own, since no path rule can reach it.
+    int exec_fd = -1;
 };
 
 struct LandlockPaths {

@@ -350,7 +350,10 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     plan.new_mount_ns = userns;
     plan.new_uts_ns = userns;
     plan.new_net_ns = userns && spec.network == NetworkMode::kNone;
-    plan.as_pid1 = userns;
+    plan.as_pid1 = userns && spec.init;
+    plan.exec_fd = spec.exec_fd;
+    plan.pass_fds = spec.pass_fds;
+    plan.stdio = spec.stdio;
     plan.drop_groups = root && sandboxed;
     plan.set_ids = userns || (root && sandboxed);
     plan.uid = userns ? spec.identity.sandbox_uid : spec.identity.host_uid;
@@ -397,6 +400,7 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         static const LandlockSupport landlock = probe_landlock();
         plan.landlock = make_landlock_plan(
             landlock.abi, LandlockPaths{.writable = spec.writable_paths, .readable = spec.readable_paths});
+        plan.landlock.exec_fd = spec.exec_fd;
     }
     if (plan.as_pid1) {
         ProcessBlocks blocks = read_process_blocks();

@@ -88,7 +88,17 @@ struct SandboxSpec {
     // Which of the command's fds 0, 1, 2 are a private pseudo-terminal (the supervisor relays
     // it to the user's terminal); the others are passed through.
     std::array<bool, 3> tty_fds{};
-    std::optional<std::chrono::milliseconds> timeout;
+    std::optional<std::chrono::milliseconds> timeout{};
+    // Execute the command from this descriptor (execveat, AT_EMPTY_PATH) instead of searching
+    // PATH: the binary need not be in the image, and nothing inside can write to it.
+    int exec_fd = -1;
+    // Replacements for the command's stdin, stdout, stderr (-1: inherit the supervisor's).
+    std::array<int, 3> stdio{-1, -1, -1};
+    // Host descriptors handed to the command as its fds 3, 4, ... (e.g. a worker channel).
+    std::vector<int> pass_fds{};
+    // Fork a reaping, signal-forwarding init as pid 1 (stockade run). False: the command is
+    // pid 1 itself and must reap (the session worker).
+    bool init = true;
 };
 
 }  // namespace stockade::sandbox
