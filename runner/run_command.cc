@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -112,6 +113,48 @@ Result<Isolation> resolve_isolation(Isolation requested) {
     }
     return sandbox::choose_isolation(requested, features);
 }
+
+// At level landlock the command shares the host's /tmp and /dev/shm, where other users' and
+// other jobs' files live. Give it a private temporary directory instead (TMPDIR), removed at
+// the end, and no write access to either shared directory.
+class PrivateTmp {
+public:
+    PrivateTmp() = default;
+    PrivateTmp(const PrivateTmp&) = delete;
+    PrivateTmp& operator=(const PrivateTmp&) = delete;
+    ~PrivateTmp() {
+        if (!path_.empty()) {
+            std::error_code ec;
+            std::filesystem::remove_all(path_, ec);
+        }
+    }
+
+    Status apply(SandboxSpec& spec) {
+        char tmpl[] = "/tmp/stockade-run-XXXXXX";
+        if (::mkdtemp(tmpl) == nullptr) {
+            return errno_error("create a private temporary directory", errno);
+        }
+        path_ = tmpl;
+        if (::geteuid() == 0 &&
+            ::chown(path_.c_str(), spec.identity.host_uid, spec.identity.host_gid) != 0) {
+            return errno_error(fmt::format("chown \"{}\"", path_), errno);
+        }
+        auto drop = [](std::vector<std::string>& paths, std::string_view gone) {
+            paths.erase(std::remove(paths.begin(), paths.end(), gone), paths.end());
+        };
+        for (auto* list : {&spec.writable_paths, &spec.readable_paths}) {
+            drop(*list, "/tmp");
+            drop(*list, "/dev/shm");
+            list->push_back(path_);
+        }
+        set_env(spec.env, "TMPDIR", path_);
+        spec.cwd = spec.cwd == "/tmp" ? path_ : spec.cwd;
+        return {};
+    }
+
+private:
+    std::string path_;
+};
 
 // Relays the terminal, forwards signals, enforces the timeout; returns the exit code.
 int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
@@ -406,6 +449,13 @@ int run_command(const RunOptions& options) {
         return kExitUnavailable;
     }
     spec.isolation = *level;
+    PrivateTmp private_tmp;
+    if (spec.isolation == Isolation::kLandlock) {
+        if (auto applied = private_tmp.apply(spec); !applied) {
+            fmt::print(stderr, "stockade run: {}\n", applied.error().message);
+            return kExitSetupFailed;
+        }
+    }
     if (spec.isolation == Isolation::kNone) {
         fmt::print(stderr,
                    "stockade run: WARNING: --isolation none: the command runs WITHOUT a sandbox "
@@ -438,7 +488,9 @@ int run_command(const RunOptions& options) {
         if (rebuilt) {
             spec = std::move(rebuilt).value();
             spec.isolation = Isolation::kLandlock;
-            box = sandbox::launch(spec, cgroups);
+            if (auto applied = private_tmp.apply(spec); applied) {
+                box = sandbox::launch(spec, cgroups);
+            }
         }
     }
     if (!box) {

@@ -11,6 +11,7 @@
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <net/if.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -582,6 +583,7 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
     }
     g_command_pid = pid;
     scrub_process_blocks(plan);
+    (void)::prctl(PR_SET_NAME, "stockade-init", 0, 0, 0);
     if (slave >= 0) {
         ::close(slave);
     }
@@ -645,6 +647,15 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
     (void)::setsid();
     drop_capability_bounds(plan);
     switch_ids(plan);
+    // Changing the host uid (root callers) cleared the parent-death signal: arm it again, then
+    // make sure the supervisor did not die in between (its end of the socket would be closed).
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+        fail(plan, ChildStep::kDeathSignal, errno);
+    }
+    pollfd peer{plan.sync_fd, POLLRDHUP, 0};
+    if (::poll(&peer, 1, 0) != 0 && (peer.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+        ::_exit(125);
+    }
     clear_capability_sets(plan);
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         fail(plan, ChildStep::kNoNewPrivs, errno);

@@ -96,15 +96,14 @@ int last_capability() {
     return cap;
 }
 
-// Compiled once per process and network mode: the filter does not depend on anything else.
-const SeccompProgram* seccomp_for(NetworkMode network, Error* error) {
+// Compiled once per process and socket policy: the filter depends on nothing else.
+const SeccompProgram* seccomp_for(const SeccompOptions& options, Error* error) {
     static std::mutex mutex;
-    static std::optional<SeccompProgram> programs[2];
+    static std::optional<SeccompProgram> programs[3];
     std::lock_guard lock(mutex);
-    size_t slot = network == NetworkMode::kNone ? 0 : 1;
+    size_t slot = options.deny_all_sockets ? 2 : options.restrict_socket_families ? 0 : 1;
     if (!programs[slot]) {
-        auto built = build_seccomp_program(
-            SeccompOptions{.restrict_socket_families = network == NetworkMode::kNone});
+        auto built = build_seccomp_program(options);
         if (!built) {
             *error = built.error();
             return nullptr;
@@ -392,7 +391,12 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
 
     if (sandboxed) {
         Error error;
-        const SeccompProgram* program = seccomp_for(spec.network, &error);
+        // Without a network namespace (level landlock), "no network" has to be seccomp's job.
+        const bool no_network = spec.network == NetworkMode::kNone;
+        const SeccompProgram* program = seccomp_for(
+            SeccompOptions{.restrict_socket_families = no_network,
+                           .deny_all_sockets = no_network && !userns},
+            &error);
         if (program == nullptr) {
             return std::move(error).wrap("compile the seccomp filter");
         }

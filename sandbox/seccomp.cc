@@ -20,6 +20,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -83,6 +84,30 @@ constexpr std::array<uint32_t, 5> kAllowedPersonalities = {
     static_cast<uint32_t>(PER_LINUX32) | static_cast<uint32_t>(UNAME26), kPersonalityQuery};
 
 constexpr std::array<uint32_t, 3> kAllowedSocketFamilies = {AF_UNIX, AF_INET, AF_INET6};
+
+// Syscalls that take a file mode, and which argument holds it.
+struct SetidModeArg {
+    const char* name;
+    unsigned int mode_arg;
+    int fallback_nr;  // for names libseccomp 2.5 does not know yet
+};
+constexpr std::array<SetidModeArg, 11> kSetidModeArgs = {{
+    {"chmod", 1, -1},
+    {"fchmod", 1, -1},
+    {"fchmodat", 2, -1},
+#ifdef __x86_64__
+    {"fchmodat2", 2, 452},
+#else
+    {"fchmodat2", 2, -1},
+#endif
+    {"open", 2, -1},
+    {"openat", 3, -1},
+    {"creat", 1, -1},
+    {"mkdir", 1, -1},
+    {"mkdirat", 2, -1},
+    {"mknod", 1, -1},
+    {"mknodat", 2, -1},
+}};
 
 // ---- The hand-assembled prologue --------------------------------------------------------
 
@@ -276,6 +301,28 @@ Result<std::vector<sock_filter>> build_libseccomp_part() {
             scmp_arg_cmp{.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = flag, .datum_b = flag}};
         RETURN_IF_ERROR(add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", SCMP_SYS(clone), cmp));
     }
+    // No set-user-id or set-group-id bits, ever: through an idmapped workspace a file the
+    // sandbox user creates belongs to the workspace's owner on the host — root, on CI — and a
+    // mode bit set inside would plant a setuid-root program outside.
+    for (const SetidModeArg& call : kSetidModeArgs) {
+        int nr = resolve(call.name);
+        if (nr < 0) {
+            nr = call.fallback_nr;
+        }
+        if (nr < 0) {
+            continue;
+        }
+        for (uint64_t bit : {uint64_t{S_ISUID}, uint64_t{S_ISGID}}) {
+            const std::array cmp = {scmp_arg_cmp{
+                .arg = call.mode_arg, .op = SCMP_CMP_MASKED_EQ, .datum_a = bit, .datum_b = bit}};
+            RETURN_IF_ERROR(add_rule(ctx, SCMP_ACT_ERRNO(EPERM), call.name, nr, cmp));
+        }
+    }
+    if (int nr = resolve("openat2"); nr >= 0) {
+        // openat2 passes its mode in memory, out of the filter's reach: fail it as if the
+        // kernel were too old, and callers fall back to openat(2).
+        RETURN_IF_ERROR(add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", nr));
+    }
     // The kernel reads the request as 32 bits; compare only those (CVE-2019-10063).
     for (uint64_t request : kDeniedIoctls) {
         const std::array cmp = {scmp_arg_cmp{
@@ -290,7 +337,9 @@ Result<std::vector<sock_filter>> build_libseccomp_part() {
 Result<SeccompProgram> build_seccomp_program(const SeccompOptions& options) {
     std::vector<ArgAllowlist> lists = {
         {.nr = SYS_personality, .arg = 0, .allowed = kAllowedPersonalities, .err = EPERM}};
-    if (options.restrict_socket_families) {
+    if (options.deny_all_sockets) {
+        lists.push_back({.nr = SYS_socket, .arg = 0, .allowed = {}, .err = EAFNOSUPPORT});
+    } else if (options.restrict_socket_families) {
         lists.push_back(
             {.nr = SYS_socket, .arg = 0, .allowed = kAllowedSocketFamilies, .err = EAFNOSUPPORT});
     }

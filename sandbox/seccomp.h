@@ -14,6 +14,9 @@ struct SeccompOptions {
     // Network mode none: socket() of families other than AF_UNIX, AF_INET and AF_INET6 fails
     // with EAFNOSUPPORT (loopback in the empty network namespace keeps working).
     bool restrict_socket_families = true;
+    // No network namespace to confine them (isolation level landlock, network none): socket()
+    // fails for every family; socketpair() still works.
+    bool deny_all_sockets = false;
 };
 
 // A compiled filter. Architecture checked (other architectures, x32 included, are killed:

@@ -229,6 +229,40 @@ TEST_F(SeccompProgramTest, SocketFamiliesAreRestrictedOnlyWhenAsked) {
               errno_action(EPERM));
 }
 
+TEST_F(SeccompProgramTest, WithoutANetworkNamespaceNoSocketCanBeCreated) {
+    auto none = build_seccomp_program({.restrict_socket_families = true, .deny_all_sockets = true});
+    ASSERT_THAT(none, IsOk());
+    for (int family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET}) {
+        EXPECT_EQ(run_filter(*none, syscall_data(SYS_socket, {static_cast<uint64_t>(family), SOCK_STREAM})),
+                  errno_action(EAFNOSUPPORT))
+            << family;
+    }
+    EXPECT_EQ(run_filter(*none, syscall_data(SYS_socketpair, {AF_UNIX, SOCK_STREAM})), kAllow);
+}
+
+TEST_F(SeccompProgramTest, SetuidAndSetgidModeBitsAreRefusedEverywhereAModeIsTaken) {
+    struct Call {
+        long nr;
+        unsigned mode_arg;
+    };
+    const Call calls[] = {{SYS_chmod, 1},  {SYS_fchmod, 1}, {SYS_fchmodat, 2}, {452, 2},
+                          {SYS_open, 2},   {SYS_openat, 3}, {SYS_creat, 1},    {SYS_mkdir, 1},
+                          {SYS_mkdirat, 2}, {SYS_mknod, 1}, {SYS_mknodat, 2}};
+    for (const Call& call : calls) {
+        for (uint64_t mode : {04755ULL, 02755ULL, 06777ULL, 0100000ULL | 04644ULL}) {
+            std::array<uint64_t, 6> args{};
+            args[call.mode_arg] = mode;
+            EXPECT_EQ(run(call.nr, args), errno_action(EPERM)) << call.nr << " mode " << mode;
+        }
+        for (uint64_t mode : {0755ULL, 0644ULL, 01777ULL, 0ULL}) {
+            std::array<uint64_t, 6> args{};
+            args[call.mode_arg] = mode;
+            EXPECT_EQ(run(call.nr, args), kAllow) << call.nr << " mode " << mode;
+        }
+    }
+    EXPECT_EQ(run(SYS_openat2), errno_action(ENOSYS)) << "its mode sits in memory";
+}
+
 TEST_F(SeccompProgramTest, OtherArchitecturesAndX32AreKilled) {
     EXPECT_EQ(run_filter(restricted_, syscall_data(20, {}, AUDIT_ARCH_I386)), kKill);
     EXPECT_EQ(run_filter(restricted_, syscall_data(SYS_getpid, {}, AUDIT_ARCH_AARCH64)), kKill);
