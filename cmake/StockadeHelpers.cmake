@@ -3,7 +3,7 @@
 set(STOCKADE_WARNINGS
     -Wall -Wextra -Werror -Wshadow -Wnon-virtual-dtor -Wold-style-cast -Woverloaded-virtual
     -Wconversion -Wsign-conversion -Wnull-dereference -Wformat=2 -Wimplicit-fallthrough)
-set(STOCKADE_HARDENING -fstack-protector-strong -fPIE)
+set(STOCKADE_HARDENING -fstack-protector-strong -fPIE -ffunction-sections -fdata-sections)
 set(STOCKADE_LINK_HARDENING -pie -Wl,-z,relro,-z,now,-z,noexecstack)
 
 add_compile_definitions($<$<NOT:$<CONFIG:Debug>>:_FORTIFY_SOURCE=2> $<$<CONFIG:Debug>:_GLIBCXX_ASSERTIONS>

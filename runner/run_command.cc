@@ -101,9 +101,15 @@ bool is_within(const std::string& path, const std::string& dir) {
                            (dir == "/" || path[dir.size()] == '/'));
 }
 
-// Resolves `auto` and checks that an explicit level can be given. Exit 77 material.
-Result<Isolation> resolve_isolation(Isolation requested) {
-    // The cheap probes only: namespaces are assumed and clone reports if they are missing.
+// Resolves `auto` and checks that an explicit level can be given (exit 77 material). Only the
+// cheap probes: namespaces are assumed, and clone reports if they are missing. The cgroup
+// probe's result is kept for the launch.
+struct Resolved {
+    Isolation level = Isolation::kNone;
+    sandbox::CgroupSupport cgroups{};
+};
+
+Result<Resolved> resolve_isolation(Isolation requested) {
     sandbox::HostFeatures features;
     features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
     features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
@@ -111,7 +117,8 @@ Result<Isolation> resolve_isolation(Isolation requested) {
     if (requested == Isolation::kAuto || requested == Isolation::kFull) {
         features.cgroups = sandbox::probe_cgroups();
     }
-    return sandbox::choose_isolation(requested, features);
+    ASSIGN_OR_RETURN(Isolation level, sandbox::choose_isolation(requested, features));
+    return Resolved{.level = level, .cgroups = std::move(features.cgroups)};
 }
 
 // At level landlock the command shares the host's /tmp and /dev/shm, where other users' and
@@ -443,12 +450,12 @@ int run_command(const RunOptions& options) {
         return kExitUsage;
     }
     SandboxSpec spec = std::move(built).value();
-    auto level = resolve_isolation(spec.isolation);
-    if (!level) {
-        fmt::print(stderr, "stockade run: {}\n", level.error().message);
+    auto resolved = resolve_isolation(spec.isolation);
+    if (!resolved) {
+        fmt::print(stderr, "stockade run: {}\n", resolved.error().message);
         return kExitUnavailable;
     }
-    spec.isolation = *level;
+    spec.isolation = resolved->level;
     PrivateTmp private_tmp;
     if (spec.isolation == Isolation::kLandlock) {
         if (auto applied = private_tmp.apply(spec); !applied) {
@@ -472,10 +479,7 @@ int run_command(const RunOptions& options) {
     ::sigprocmask(SIG_BLOCK, &handled, nullptr);
     (void)::signal(SIGPIPE, SIG_IGN);
 
-    sandbox::CgroupSupport cgroups;
-    if (spec.isolation == Isolation::kFull) {
-        cgroups = sandbox::probe_cgroups();
-    }
+    const sandbox::CgroupSupport& cgroups = resolved->cgroups;
     auto box = sandbox::launch(spec, cgroups);
     if (!box && box.error().code == Errc::kUnavailable && options.isolation == "auto" &&
         spec.isolation != Isolation::kLandlock && sandbox::probe_landlock().abi > 0) {

@@ -414,15 +414,18 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
         return dir;
     };
 
+    constexpr std::string_view kMemory = "memory";
+    constexpr std::string_view kPids = "pids";
+    constexpr std::string_view kCpu = "cpu";
     std::vector<std::string_view> v2_controllers;
     if (support.memory == CgroupVersion::kV2) {
-        v2_controllers.emplace_back("memory");
+        v2_controllers.push_back(kMemory);
     }
     if (support.pids == CgroupVersion::kV2) {
-        v2_controllers.emplace_back("pids");
+        v2_controllers.push_back(kPids);
     }
     if (want_cpu && support.cpu == CgroupVersion::kV2) {
-        v2_controllers.emplace_back("cpu");
+        v2_controllers.push_back(kCpu);
     }
     if (!v2_controllers.empty()) {
         RETURN_IF_ERROR(prepare_base(support.v2_base, support.create_bases, true, v2_controllers));

@@ -12,6 +12,7 @@
 #include <linux/securebits.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -35,6 +36,7 @@ const char* child_step_name(ChildStep step) noexcept {
         case ChildStep::kDeathSignal: return "set the parent-death signal";
         case ChildStep::kWaitForGo: return "wait for the supervisor";
         case ChildStep::kDumpable: return "make the sandbox's init non-dumpable";
+        case ChildStep::kCgroupNamespace: return "enter a new cgroup namespace";
         case ChildStep::kDropGroups: return "drop supplementary groups";
         case ChildStep::kMountPrivate: return "make mounts private";
         case ChildStep::kCaptureSource: return "capture a bind source";
@@ -627,6 +629,10 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
     // Nothing in the sandbox may ptrace this process, read its memory or take its fds.
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
         fail(plan, ChildStep::kDumpable, errno);
+    }
+    // Now inside its cgroup leaf (moved there before "go"): make it the namespace's root.
+    if (plan.new_user_ns && ::unshare(CLONE_NEWCGROUP) != 0) {
+        fail(plan, ChildStep::kCgroupNamespace, errno);
     }
     if (plan.drop_groups && ::syscall(SYS_setgroups, 0, nullptr) != 0) {
         fail(plan, ChildStep::kDropGroups, errno);

@@ -25,6 +25,7 @@ enum class ChildStep : uint32_t {
     kDeathSignal,
     kWaitForGo,
     kDumpable,
+    kCgroupNamespace,
     kDropGroups,
     kMountPrivate,
     kCaptureSource,

@@ -456,8 +456,9 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     // 2. clone3 into the new namespaces, with a pidfd (and straight into a v2 cgroup).
     uint64_t flags = CLONE_PIDFD;
     if (userns) {
-        flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                 CLONE_NEWCGROUP;
+        // The cgroup namespace is unshared by the child after "go", once it sits in its leaf,
+        // so that its own cgroup is the root it sees.
+        flags |= CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS;
         if (plan.new_net_ns) {
             flags |= CLONE_NEWNET;
         }
