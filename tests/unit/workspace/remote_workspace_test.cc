@@ -1,0 +1,527 @@
+#include "workspace/remote_workspace.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <functional>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/syscall.h"
+#include "tests/testing/fd_leak_checker.h"
+#include "tests/testing/matchers.h"
+#include "tests/unit/workspace/test_util.h"
+#include "workspace/channel.h"
+#include "workspace/local_workspace.h"
+#include "workspace/service.h"
+
+namespace stockade::workspace {
+namespace {
+
+using nlohmann::json;
+using stockade::testing::FdLeakChecker;
+using stockade::testing::HasErrc;
+using stockade::testing::IsOk;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::raw_frame;
+using ::testing::StartsWith;
+using testing::TempDir;
+
+// ---- Against the real service ---------------------------------------------------------------
+
+// RemoteWorkspace → socketpair → serve_channel(LocalWorkspace) on a std::jthread.
+class RemoteWorkspaceTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        tmp_.mkdir("ws");
+        tmp_.write("ws/hello.txt", "hello world\n");
+        tmp_.write("ws/src/a.cc", "int main() {}\n");
+        tmp_.write("outside/secret", "host secret\n");
+        tmp_.write("spill/out-1.txt", "spilled\n");
+        auto local = LocalWorkspace::open(tmp_.at("ws"), tmp_.at("spill"));
+        ASSERT_THAT(local, IsOk());
+        local_.emplace(std::move(*local));
+        auto pair = make_socketpair(SOCK_STREAM);
+        ASSERT_THAT(pair, IsOk());
+        worker_fd_ = std::move(pair->second);
+        server_ = std::jthread([this] { served_ = serve_channel(worker_fd_.get(), *local_); });
+        remote_.emplace(std::move(pair->first), tmp_.at("ws"), tmp_.at("spill"));
+    }
+
+    void TearDown() override {
+        remote_.reset();  // closes the channel: the service sees EOF
+        if (server_.joinable()) {
+            server_.join();
+        }
+        EXPECT_EQ(served_, 0);
+    }
+
+    FdLeakChecker leaks_;
+    TempDir tmp_;
+    std::optional<LocalWorkspace> local_;
+    UniqueFd worker_fd_;
+    int served_ = -1;
+    std::jthread server_;
+    std::optional<RemoteWorkspace> remote_;
+};
+
+TEST_F(RemoteWorkspaceTest, EveryOperationRoundTrips) {
+    ASSERT_THAT(remote_->handshake(), IsOk());
+    EXPECT_EQ(remote_->root_path(Root::kWorkspace), tmp_.at("ws"));
+    EXPECT_EQ(remote_->root_path(Root::kSpill), tmp_.at("spill"));
+
+    auto st = remote_->stat(Root::kWorkspace, "hello.txt");
+    ASSERT_THAT(st, IsOk());
+    EXPECT_EQ(st->type, FileType::kFile);
+    EXPECT_EQ(st->size, 12U);
+
+    auto rd = remote_->read(Root::kWorkspace, "hello.txt", 5);
+    ASSERT_THAT(rd, IsOk());
+    EXPECT_EQ(rd->bytes, "hello");
+    EXPECT_TRUE(rd->truncated);
+
+    std::string binary("\0\x01\xff\n\"{}", 7);
+    auto wr =
+        remote_->write(WriteRequest{.path = "new/dir/file.bin", .bytes = binary, .mode = 0600});
+    ASSERT_THAT(wr, IsOk());
+    EXPECT_TRUE(wr->created);
+    EXPECT_EQ(wr->info.size, binary.size());
+    EXPECT_EQ(tmp_.read("ws/new/dir/file.bin"), binary);
+    EXPECT_EQ(tmp_.mode("ws/new/dir/file.bin"), 0600U);
+
+    ASSERT_THAT(remote_->make_dirs(Root::kWorkspace, "x/y"), IsOk());
+    EXPECT_TRUE(tmp_.exists("ws/x/y"));
+
+    auto ls = remote_->list(Root::kWorkspace, "", 100);
+    ASSERT_THAT(ls, IsOk());
+    std::vector<std::string> names;
+    for (const auto& e : *ls) {
+        names.push_back(e.name);
+    }
+    EXPECT_THAT(names, ElementsAre("hello.txt", "new", "src", "x"));
+
+    auto spilled = remote_->read(Root::kSpill, "out-1.txt", 100);
+    ASSERT_THAT(spilled, IsOk());
+    EXPECT_EQ(spilled->bytes, "spilled\n");
+
+    if (::access("/usr/bin/rg", X_OK) == 0) {
+        auto rg = remote_->run_rg(RgRequest{.args = {"-l", "-e", "main"}});
+        ASSERT_THAT(rg, IsOk());
+        EXPECT_EQ(rg->exit_code, 0);
+        EXPECT_EQ(rg->out, "src/a.cc\n");
+    }
+    EXPECT_FALSE(remote_->broken());
+}
+
+TEST_F(RemoteWorkspaceTest, TheFirstCallSaysHelloByItself) {
+    auto st = remote_->stat(Root::kWorkspace, "");
+    ASSERT_THAT(st, IsOk());
+    EXPECT_EQ(st->type, FileType::kDirectory);
+}
+
+TEST_F(RemoteWorkspaceTest, WorkerErrorsPassThroughAndKeepTheChannel) {
+    EXPECT_THAT(remote_->read(Root::kWorkspace, "missing", 10), HasErrc(Errc::kNotFound));
+    auto spill = remote_->write(WriteRequest{.root = Root::kSpill, .path = "x", .bytes = "x"});
+    EXPECT_THAT(spill, HasErrc(Errc::kPermissionDenied));
+    tmp_.symlink("ws/escape", "../outside/secret");
+    auto esc = remote_->read(Root::kWorkspace, "escape", 100);
+    ASSERT_THAT(esc, HasErrc(Errc::kPermissionDenied));
+    EXPECT_EQ(esc.error().message, "path \"escape\" leaves the workspace through a symlink");
+    EXPECT_FALSE(remote_->broken());
+    EXPECT_THAT(remote_->stat(Root::kWorkspace, "hello.txt"), IsOk());
+}
+
+TEST_F(RemoteWorkspaceTest, NamesThatAreNotUtf8AreListedWithoutBreakingTheChannel) {
+    tmp_.write("ws/d/a\xf0\x9f\x98\x80", "");
+    tmp_.write("ws/d/a\xff", "");
+    tmp_.write("ws/d/a\xfe", "");
+    auto ls = remote_->list(Root::kWorkspace, "d", 10);
+    ASSERT_THAT(ls, IsOk());
+    ASSERT_EQ(ls->size(), 3U);
+    EXPECT_EQ((*ls)[0].name, "a\xef\xbf\xbd");
+    EXPECT_EQ((*ls)[1].name, "a\xef\xbf\xbd");
+    EXPECT_EQ((*ls)[2].name, "a\xf0\x9f\x98\x80");
+    EXPECT_FALSE(remote_->broken());
+}
+
+TEST_F(RemoteWorkspaceTest, RequestsThatCannotBeEncodedFailWithoutBreakingTheChannel) {
+    EXPECT_THAT(remote_->stat(Root::kWorkspace, std::string("a\0b", 3)),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(remote_->write(WriteRequest{
+                    .path = "big", .bytes = std::string(channel::kMaxPayloadBytes + 1, 'x')}),
+                HasErrc(Errc::kResourceExhausted));
+    EXPECT_THAT(remote_->read(Root::kWorkspace, "hello.txt", uint64_t{1} << 40),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_FALSE(remote_->broken());
+    EXPECT_THAT(remote_->stat(Root::kWorkspace, "hello.txt"), IsOk());
+}
+
+TEST_F(RemoteWorkspaceTest, ConcurrentCallsAreSerialised) {
+    std::vector<std::jthread> threads;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < 4; ++t) {
+        threads.emplace_back([&, t] {
+            for (int i = 0; i < 50; ++i) {
+                auto path = fmt::format("t{}/f{}", t, i);
+                auto content = fmt::format("thread {} item {}", t, i);
+                if (!remote_->write(WriteRequest{.path = path, .bytes = content})) {
+                    ++failures;
+                }
+                auto back = remote_->read(Root::kWorkspace, path, 100);
+                if (!back || back->bytes != content) {
+                    ++failures;
+                }
+            }
+        });
+    }
+    threads.clear();
+    EXPECT_EQ(failures.load(), 0);
+}
+
+// ---- Against a fake, hostile worker ---------------------------------------------------------
+
+// A worker that answers hello correctly and then hands every later request to `script`, which
+// writes whatever it likes to the channel (or nothing, or closes it).
+class FakeWorker {
+public:
+    using Script = std::function<void(int fd, const channel::Request& request)>;
+
+    explicit FakeWorker(Script script, int hello_version = 1) : script_(std::move(script)) {
+        auto pair = make_socketpair(SOCK_STREAM);
+        EXPECT_THAT(pair, IsOk());
+        client_ = std::move(pair->first);
+        fd_ = std::move(pair->second);
+        thread_ = std::jthread([this, hello_version] { run(hello_version); });
+    }
+    FakeWorker(const FakeWorker&) = delete;
+    FakeWorker& operator=(const FakeWorker&) = delete;
+    ~FakeWorker() {
+        if (thread_.joinable()) {
+            ::shutdown(fd_.get(), SHUT_RDWR);
+            thread_.join();
+        }
+    }
+
+    UniqueFd take_client() { return std::move(client_); }
+
+private:
+    void run(int hello_version) {
+        auto hello = channel::recv_frame(fd_.get());
+        if (!hello || !hello->has_value()) {
+            return;
+        }
+        auto request = channel::decode_request((*hello)->frame);
+        if (!request) {
+            return;
+        }
+        (void)channel::send_frame(
+            fd_.get(), raw_frame(json{{"v", hello_version}, {"id", request->id}, {"ok", true}}));
+        for (;;) {
+            auto next = channel::recv_frame(fd_.get());
+            if (!next || !next->has_value()) {
+                return;
+            }
+            auto req = channel::decode_request((*next)->frame);
+            if (!req) {
+                return;
+            }
+            script_(fd_.get(), *req);
+        }
+    }
+
+    Script script_;
+    UniqueFd client_;
+    UniqueFd fd_;
+    std::jthread thread_;
+};
+
+json file_info(uint64_t size = 1, const char* type = "file") {
+    return {{"type", type}, {"size", size}, {"mtime_ns", 1}, {"mode", 0644}};
+}
+json entry(const std::string& name) {
+    return {{"name", name}, {"type", "file"}, {"size", 1}, {"mtime_ns", 1}};
+}
+
+// One hostile reply: the call to make and the bytes the fake worker answers it with.
+struct HostileCase {
+    const char* name;
+    std::function<Status(RemoteWorkspace&)> call;
+    std::function<std::string(uint64_t id)> reply;
+    const char* message;
+};
+
+template <class T>
+Status status_of(Result<T> r) {
+    if (!r) {
+        return std::move(r).error();
+    }
+    return {};
+}
+
+class RemoteWorkspaceHostileTest : public ::testing::TestWithParam<HostileCase> {
+protected:
+    FdLeakChecker leaks_;
+};
+
+TEST_P(RemoteWorkspaceHostileTest, IsAnInvalidReplyAndBreaksTheChannel) {
+    const HostileCase& c = GetParam();
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        (void)channel::send_frame(fd, c.reply(request.id));
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    Status st = c.call(remote);
+    ASSERT_THAT(st, HasErrc(Errc::kInternal));
+    EXPECT_THAT(st.error().message, StartsWith("worker sent an invalid reply: "));
+    EXPECT_THAT(st.error().message, HasSubstr(c.message));
+    EXPECT_TRUE(remote.broken());
+    auto later = remote.stat(Root::kWorkspace, "");
+    ASSERT_THAT(later, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(later.error().message, StartsWith("the sandbox worker is gone"));
+}
+
+std::string le32_prefix(uint32_t v) {
+    std::string s;
+    testing::append_le32(s, v);
+    return s;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RemoteWorkspaceHostileTest,
+    ::testing::Values(
+        HostileCase{"WrongId",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t id) {
+                        return raw_frame(
+                            json{{"v", 1}, {"id", id + 1}, {"ok", true}, {"info", file_info()}});
+                    },
+                    "answers no request"},
+        HostileCase{"ReadLongerThanAsked",
+                    [](RemoteWorkspace& r) { return status_of(r.read(Root::kWorkspace, "a", 4)); },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"info", file_info(5)},
+                                              {"truncated", false}},
+                                         "12345");
+                    },
+                    "read returned 5 bytes, 4 were asked for"},
+        HostileCase{"ReadTruncatedBelowMax",
+                    [](RemoteWorkspace& r) { return status_of(r.read(Root::kWorkspace, "a", 10)); },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"info", file_info(3)},
+                                              {"truncated", true}},
+                                         "abc");
+                    },
+                    "truncated"},
+        HostileCase{"ReadOfADirectory",
+                    [](RemoteWorkspace& r) { return status_of(r.read(Root::kWorkspace, "a", 10)); },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"info", file_info(3, "directory")},
+                                              {"truncated", false}},
+                                         "abc");
+                    },
+                    "regular file"},
+        HostileCase{"StatSizeMistyped",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t id) {
+                        json bad = file_info();
+                        bad["size"] = "12";
+                        return raw_frame(json{{"v", 1}, {"id", id}, {"ok", true}, {"info", bad}});
+                    },
+                    "\"size\" must be an unsigned integer"},
+        HostileCase{"ListMoreThanAsked",
+                    [](RemoteWorkspace& r) { return status_of(r.list(Root::kWorkspace, "", 1)); },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"entries", json::array({entry("a"), entry("b")})}});
+                    },
+                    "list returned 2 entries, 1 were asked for"},
+        HostileCase{"ListUnsorted",
+                    [](RemoteWorkspace& r) { return status_of(r.list(Root::kWorkspace, "", 10)); },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"entries", json::array({entry("b"), entry("a")})}});
+                    },
+                    "not sorted"},
+        HostileCase{"ListNameWithSlash",
+                    [](RemoteWorkspace& r) { return status_of(r.list(Root::kWorkspace, "", 10)); },
+                    [](uint64_t id) {
+                        return raw_frame(
+                            json{{"v", 1},
+                                 {"id", id},
+                                 {"ok", true},
+                                 {"entries", json::array({entry("../../etc/shadow")})}});
+                    },
+                    "not a single path component"},
+        HostileCase{"ListNameWithNul",
+                    [](RemoteWorkspace& r) { return status_of(r.list(Root::kWorkspace, "", 10)); },
+                    [](uint64_t id) {
+                        return raw_frame(
+                            json{{"v", 1},
+                                 {"id", id},
+                                 {"ok", true},
+                                 {"entries", json::array({entry(std::string("a\0b", 3))})}});
+                    },
+                    "not a single path component"},
+        HostileCase{
+            "RgOutputAboveTheCap",
+            [](RemoteWorkspace& r) {
+                return status_of(r.run_rg(RgRequest{.args = {"-e", "x"}, .max_output_bytes = 4}));
+            },
+            [](uint64_t id) {
+                return raw_frame(json{{"v", 1},
+                                      {"id", id},
+                                      {"ok", true},
+                                      {"exit_code", 0},
+                                      {"truncated", false},
+                                      {"timed_out", false},
+                                      {"out_bytes", 5}},
+                                 "12345");
+            },
+            "rg returned 5 bytes of output"},
+        HostileCase{"RgTimedOutButExited",
+                    [](RemoteWorkspace& r) {
+                        return status_of(r.run_rg(RgRequest{.args = {"-e", "x"}}));
+                    },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"exit_code", 0},
+                                              {"truncated", false},
+                                              {"timed_out", true},
+                                              {"out_bytes", 0}});
+                    },
+                    "disagree"},
+        HostileCase{"WriteSizeMismatch",
+                    [](RemoteWorkspace& r) {
+                        return status_of(r.write(WriteRequest{.path = "a", .bytes = "abc"}));
+                    },
+                    [](uint64_t id) {
+                        return raw_frame(json{{"v", 1},
+                                              {"id", id},
+                                              {"ok", true},
+                                              {"created", true},
+                                              {"info", file_info(999)}});
+                    },
+                    "999 bytes"},
+        HostileCase{"OversizedFrame",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t) { return le32_prefix(0x7FFFFFFFU); }, "exceeds"},
+        HostileCase{"HeaderLengthBeyondFrame",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t) { return le32_prefix(12) + le32_prefix(100) + "{}{}"; },
+                    "header length 100"},
+        HostileCase{"InvalidJson",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t) { return raw_frame(std::string_view(R"({"v":1,"id":)")); },
+                    "not valid JSON"},
+        HostileCase{"ClaimsAPolicyDecision",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t id) {
+                        return raw_frame(
+                            json{{"v", 1},
+                                 {"id", id},
+                                 {"ok", false},
+                                 {"error",
+                                  {{"code", "policy-denied"}, {"message", "no"}, {"errno", 0}}}});
+                    },
+                    "policy decision"},
+        HostileCase{"PayloadOnAStatReply",
+                    [](RemoteWorkspace& r) { return status_of(r.stat(Root::kWorkspace, "a")); },
+                    [](uint64_t id) {
+                        return raw_frame(
+                            json{{"v", 1}, {"id", id}, {"ok", true}, {"info", file_info()}},
+                            "extra");
+                    },
+                    "unexpected payload"}),
+    [](const auto& p) { return std::string(p.param.name); });
+
+TEST(RemoteWorkspaceFakeWorkerTest, DescriptorsOnAReplyBreakTheChannel) {
+    FdLeakChecker leaks;
+    FakeWorker worker([](int fd, const channel::Request& request) {
+        auto pipe = make_pipe();
+        ASSERT_THAT(pipe, IsOk());
+        const int fds[] = {pipe->first.get()};
+        (void)channel::send_frame(
+            fd, raw_frame(json{{"v", 1}, {"id", request.id}, {"ok", true}, {"info", file_info()}}),
+            fds);
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    auto r = remote.stat(Root::kWorkspace, "a");
+    ASSERT_THAT(r, HasErrc(Errc::kInternal));
+    EXPECT_THAT(r.error().message, HasSubstr("unexpected descriptors"));
+    EXPECT_TRUE(remote.broken());
+}
+
+TEST(RemoteWorkspaceFakeWorkerTest, AWorkerThatDiesMidCallIsUnavailable) {
+    FdLeakChecker leaks;
+    FakeWorker worker([](int fd, const channel::Request&) {
+        // Half a reply, then the worker is gone.
+        std::string frame = raw_frame(json{{"v", 1}, {"id", 2}, {"ok", true}});
+        (void)channel::send_frame(fd, std::string_view(frame).substr(0, 6));
+        ::shutdown(fd, SHUT_RDWR);
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    ASSERT_THAT(remote.handshake(), IsOk());
+    auto r = remote.read(Root::kWorkspace, "a", 10);
+    ASSERT_THAT(r, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(r.error().message, StartsWith("the sandbox worker died during \"read\""));
+    EXPECT_TRUE(remote.broken());
+    auto start = std::chrono::steady_clock::now();
+    auto later = remote.stat(Root::kWorkspace, "");
+    ASSERT_THAT(later, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(later.error().message, StartsWith("the sandbox worker is gone"));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(100));
+}
+
+TEST(RemoteWorkspaceFakeWorkerTest, AWorkerThatClosesBeforeReplyingIsUnavailable) {
+    FdLeakChecker leaks;
+    FakeWorker worker([](int fd, const channel::Request&) { ::shutdown(fd, SHUT_RDWR); });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    auto r = remote.list(Root::kWorkspace, "", 10);
+    ASSERT_THAT(r, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(r.error().message, HasSubstr("the sandbox worker died during \"list\""));
+}
+
+TEST(RemoteWorkspaceFakeWorkerTest, AWorkerThatNeverAnswersHitsTheCallDeadline) {
+    FdLeakChecker leaks;
+    FakeWorker worker([](int, const channel::Request&) {});
+    RemoteWorkspace remote(
+        worker.take_client(), "/ws", "/spill",
+        RemoteWorkspace::Options{.call_timeout = std::chrono::milliseconds(200)});
+    auto start = std::chrono::steady_clock::now();
+    auto r = remote.stat(Root::kWorkspace, "a");
+    ASSERT_THAT(r, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(r.error().message, HasSubstr("did not answer \"stat\""));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    EXPECT_TRUE(remote.broken());
+}
+
+TEST(RemoteWorkspaceFakeWorkerTest, AWorkerOfAnotherVersionIsRefusedAtHello) {
+    FdLeakChecker leaks;
+    FakeWorker worker([](int, const channel::Request&) {}, /*hello_version=*/2);
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    auto r = remote.handshake();
+    ASSERT_THAT(r, HasErrc(Errc::kFailedPrecondition));
+    EXPECT_THAT(r.error().message, HasSubstr("peer speaks version 2"));
+    EXPECT_TRUE(remote.broken());
+}
+
+}  // namespace
+}  // namespace stockade::workspace

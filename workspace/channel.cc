@@ -1,0 +1,1046 @@
+#include "workspace/channel.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace stockade::workspace::channel {
+
+namespace {
+
+using nlohmann::json;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+    using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kRg) + 1);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kWrite), RequestArgs>,
+                   WriteRequest>);
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kRg), ReplyValue>,
+                             RgOutcome>);
+static_assert(std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kList), ReplyValue>,
+                             std::vector<DirEntry>>);
+
+Error malformed(std::string message) {
+    return Error{Errc::kInvalidArgument, std::move(message)};
+}
+
+uint32_t load_le32(const std::byte* p) noexcept {
+    return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8U) |
+           (static_cast<uint32_t>(p[2]) << 16U) | (static_cast<uint32_t>(p[3]) << 24U);
+}
+
+void append_le32(std::string& out, uint32_t v) {
+    for (unsigned shift = 0; shift < 32; shift += 8) {
+        out.push_back(static_cast<char>((v >> shift) & 0xFFU));
+    }
+}
+
+// Bounds nesting before the parser sees the text, so nothing recursive ever walks a deep value.
+Status check_depth(std::string_view text) {
+    size_t depth = 0;
+    bool in_string = false;
+    bool escaped = false;
+    for (char c : text) {
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > kMaxHeaderDepth) {
+                return malformed(
+                    fmt::format("header nests deeper than {} levels", kMaxHeaderDepth));
+            }
+        } else if ((c == ']' || c == '}') && depth > 0) {
+            --depth;
+        }
+    }
+    return {};
+}
+
+// `s` with every ill-formed UTF-8 sequence (Unicode table 3-7: no overlongs, no surrogates,
+// nothing above U+10FFFF) replaced by U+FFFD, one replacement per offending byte.
+std::string valid_utf8(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    size_t i = 0;
+    while (i < s.size()) {
+        const auto b0 = static_cast<unsigned char>(s[i]);
+        size_t len = 0;
+        unsigned char lo = 0x80;
+        unsigned char hi = 0xBF;
+        if (b0 < 0x80) {
+            len = 1;
+        } else if (b0 >= 0xC2 && b0 <= 0xDF) {
+            len = 2;
+        } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+            len = 3;
+            lo = b0 == 0xE0 ? 0xA0 : 0x80;
+            hi = b0 == 0xED ? 0x9F : 0xBF;
+        } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+            len = 4;
+            lo = b0 == 0xF0 ? 0x90 : 0x80;
+            hi = b0 == 0xF4 ? 0x8F : 0xBF;
+        }
+        bool ok = len > 0 && i + len <= s.size();
+        for (size_t k = 1; ok && k < len; ++k) {
+            const auto b = static_cast<unsigned char>(s[i + k]);
+            ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+        }
+        if (ok) {
+            out.append(s.substr(i, len));
+            i += len;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out;
+}
+
+Result<Frame> decode_body(std::string body) {
+    if (body.size() + kPrefixBytes > kMaxFrameBytes) {
+        return malformed(fmt::format("frame of {} bytes exceeds the {}-byte limit",
+                                     body.size() + kPrefixBytes, kMaxFrameBytes));
+    }
+    if (body.size() < 4) {
+        return malformed(fmt::format("frame of {} bytes is too short for its header length",
+                                     body.size() + kPrefixBytes));
+    }
+    const size_t header_len = load_le32(reinterpret_cast<const std::byte*>(body.data()));
+    if (header_len > body.size() - 4) {
+        return malformed(fmt::format("header length {} exceeds the {} bytes left in the frame",
+                                     header_len, body.size() - 4));
+    }
+    std::string_view text(body.data() + 4, header_len);
+    RETURN_IF_ERROR(check_depth(text));
+    Frame frame;
+    try {
+        frame.header = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+    } catch (const std::exception& e) {
+        return malformed(fmt::format("header is not valid JSON: {}", e.what()));
+    }
+    if (frame.header.is_discarded()) {
+        return malformed("header is not valid JSON");
+    }
+    if (!frame.header.is_object()) {
+        return malformed("header is not a JSON object");
+    }
+    body.erase(0, 4 + header_len);
+    frame.payload = std::move(body);
+    return frame;
+}
+
+// Reads the fields of one JSON object, each checked for presence and type.
+class Fields {
+public:
+    Fields(const json& object, std::string where) : object_(object), where_(std::move(where)) {}
+
+    [[nodiscard]] bool has(const char* key) const { return object_.contains(key); }
+
+    Result<const json*> get(const char* key) const {
+        auto it = object_.find(key);
+        if (it == object_.end()) {
+            return malformed(fmt::format("{}: field \"{}\" is missing", where_, key));
+        }
+        return &*it;
+    }
+
+    Result<uint64_t> u64(const char* key) const {
+        ASSIGN_OR_RETURN(const json* v, get(key));
+        if (!v->is_number_unsigned()) {
+            return mistyped(key, "an unsigned integer");
+        }
+        return v->get<uint64_t>();
+    }
+
+    Result<uint64_t> u64_at_most(const char* key, uint64_t max) const {
+        ASSIGN_OR_RETURN(uint64_t v, u64(key));
+        if (v > max) {
+            return malformed(
+                fmt::format("{}: field \"{}\" is {}, above the limit {}", where_, key, v, max));
+        }
+        return v;
+    }
+
+    Result<int64_t> i64(const char* key) const {
+        ASSIGN_OR_RETURN(const json* v, get(key));
+        if (v->is_number_unsigned()) {
+            auto u = v->get<uint64_t>();
+            if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+                return mistyped(key, "a 64-bit integer");
+            }
+            return static_cast<int64_t>(u);
+        }
+        if (!v->is_number_integer()) {
+            return mistyped(key, "an integer");
+        }
+        return v->get<int64_t>();
+    }
+
+    Result<bool> boolean(const char* key) const {
+        ASSIGN_OR_RETURN(const json* v, get(key));
+        if (!v->is_boolean()) {
+            return mistyped(key, "a boolean");
+        }
+        return v->get<bool>();
+    }
+
+    Result<std::string> string(const char* key) const {
+        ASSIGN_OR_RETURN(const json* v, get(key));
+        if (!v->is_string()) {
+            return mistyped(key, "a string");
+        }
+        return v->get<std::string>();
+    }
+
+    Result<const json*> array(const char* key) const {
+        ASSIGN_OR_RETURN(const json* v, get(key));
+        if (!v->is_array()) {
+            return mistyped(key, "an array");
+        }
+        return v;
+    }
+
+    Result<const json*> object(const char* key) const {
+        ASSIGN_OR_RETURN(const json* v, get(key));
+        if (!v->is_object()) {
+            return mistyped(key, "an object");
+        }
+        return v;
+    }
+
+    Result<Root> root(const char* key) const {
+        ASSIGN_OR_RETURN(std::string name, string(key));
+        if (name == "workspace") {
+            return Root::kWorkspace;
+        }
+        if (name == "spill") {
+            return Root::kSpill;
+        }
+        return malformed(
+            fmt::format("{}: field \"{}\" names an unknown root \"{}\"", where_, key, name));
+    }
+
+    Result<FileType> file_type(const char* key) const {
+        ASSIGN_OR_RETURN(std::string name, string(key));
+        for (FileType t :
+             {FileType::kFile, FileType::kDirectory, FileType::kSymlink, FileType::kOther}) {
+            if (name == file_type_name(t)) {
+                return t;
+            }
+        }
+        return malformed(
+            fmt::format("{}: field \"{}\" names an unknown file type \"{}\"", where_, key, name));
+    }
+
+    [[nodiscard]] const std::string& where() const { return where_; }
+
+private:
+    [[nodiscard]] Error mistyped(const char* key, std::string_view type) const {
+        return malformed(fmt::format("{}: field \"{}\" must be {}", where_, key, type));
+    }
+
+    const json& object_;
+    std::string where_;
+};
+
+Status check_version(const Fields& f) {
+    ASSIGN_OR_RETURN(uint64_t v, f.u64("v"));
+    if (v != kVersion) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("channel version mismatch: the peer speaks version {}, this side "
+                                 "speaks version {}",
+                                 v, kVersion)};
+    }
+    return {};
+}
+
+Status check_no_payload(const Frame& frame, std::string_view what) {
+    if (!frame.payload.empty()) {
+        return malformed(fmt::format("{} carries an unexpected payload of {} bytes", what,
+                                     frame.payload.size()));
+    }
+    return {};
+}
+
+Status check_path(const std::string& path) {
+    if (path.size() > kMaxPathBytes) {
+        return malformed(
+            fmt::format("path of {} bytes exceeds the {}-byte limit", path.size(), kMaxPathBytes));
+    }
+    if (path.find('\0') != std::string::npos) {
+        return malformed("path contains a NUL byte");
+    }
+    return {};
+}
+
+json info_json(const FileInfo& info) {
+    json j = json::object();
+    j["type"] = file_type_name(info.type);
+    j["size"] = info.size;
+    j["mtime_ns"] = info.mtime_ns;
+    j["mode"] = info.mode;
+    return j;
+}
+
+Result<FileInfo> info_from(const Fields& parent, const char* key) {
+    ASSIGN_OR_RETURN(const json* obj, parent.object(key));
+    Fields f(*obj, fmt::format("{}.{}", parent.where(), key));
+    FileInfo info;
+    ASSIGN_OR_RETURN(info.type, f.file_type("type"));
+    ASSIGN_OR_RETURN(info.size, f.u64("size"));
+    ASSIGN_OR_RETURN(info.mtime_ns, f.i64("mtime_ns"));
+    ASSIGN_OR_RETURN(uint64_t mode, f.u64_at_most("mode", 07777));
+    info.mode = static_cast<uint32_t>(mode);
+    return info;
+}
+
+// A list entry name is one component: not empty, not "." or "..", no '/' and no NUL.
+Status check_entry_name(const std::string& name) {
+    if (name.empty() || name == "." || name == ".." || name.size() > 255 ||
+        name.find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+        return malformed(
+            fmt::format("entry name \"{}\" is not a single path component", name.substr(0, 64)));
+    }
+    return {};
+}
+
+Result<std::vector<DirEntry>> entries_from(const Fields& f) {
+    ASSIGN_OR_RETURN(const json* arr, f.array("entries"));
+    if (arr->size() > kMaxListEntries) {
+        return malformed(fmt::format("reply lists {} entries, above the limit {}", arr->size(),
+                                     kMaxListEntries));
+    }
+    std::vector<DirEntry> entries;
+    entries.reserve(arr->size());
+    for (size_t i = 0; i < arr->size(); ++i) {
+        const json& item = (*arr)[i];
+        std::string where = fmt::format("reply entries[{}]", i);
+        if (!item.is_object()) {
+            return malformed(fmt::format("{} must be an object", where));
+        }
+        Fields e(item, std::move(where));
+        DirEntry entry;
+        ASSIGN_OR_RETURN(entry.name, e.string("name"));
+        RETURN_IF_ERROR(check_entry_name(entry.name));
+        ASSIGN_OR_RETURN(entry.type, e.file_type("type"));
+        ASSIGN_OR_RETURN(entry.size, e.u64("size"));
+        ASSIGN_OR_RETURN(entry.mtime_ns, e.i64("mtime_ns"));
+        entries.push_back(std::move(entry));
+    }
+    return entries;
+}
+
+// Decodes the "error" object of a failed reply into `out`.
+Status error_from(const Fields& f, Error& out) {
+    ASSIGN_OR_RETURN(const json* obj, f.object("error"));
+    Fields e(*obj, "reply error");
+    ASSIGN_OR_RETURN(std::string code_name, e.string("code"));
+    std::optional<Errc> code = errc_from_name(code_name);
+    if (!code) {
+        return malformed(fmt::format("reply error: unknown code \"{}\"", code_name.substr(0, 64)));
+    }
+    Error error{*code, {}, 0};
+    ASSIGN_OR_RETURN(error.message, e.string("message"));
+    if (error.message.size() > kMaxErrorMessageBytes) {
+        return malformed(fmt::format("reply error: message of {} bytes exceeds the limit {}",
+                                     error.message.size(), kMaxErrorMessageBytes));
+    }
+    ASSIGN_OR_RETURN(uint64_t err, e.u64_at_most("errno", 4095));
+    error.sys_errno = static_cast<int>(err);
+    out = std::move(error);
+    return {};
+}
+
+Status wait_fd(int fd, short events, const Deadline& deadline, std::string_view what) {
+    for (;;) {
+        int timeout_ms = -1;
+        if (deadline) {
+            auto left = std::chrono::ceil<std::chrono::milliseconds>(
+                *deadline - std::chrono::steady_clock::now());
+            if (left.count() <= 0) {
+                return Error{Errc::kDeadlineExceeded, fmt::format("{}: deadline passed", what)};
+            }
+            timeout_ms = static_cast<int>(std::min<int64_t>(left.count(), INT_MAX));
+        }
+        pollfd p{fd, events, 0};
+        int r = ::poll(&p, 1, timeout_ms);
+        if (r < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            int err = errno;
+            return Error{Errc::kUnavailable, fmt::format("{}: poll: {}", what, errno_string(err)),
+                         err};
+        }
+        if (r > 0) {
+            return {};  // ready, or hung up / in error: the next call reports which
+        }
+    }
+}
+
+Error io_error(std::string_view what, int err) {
+    return Error{Errc::kUnavailable, fmt::format("{}: {}", what, errno_string(err)), err};
+}
+
+constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame);
+
+// Takes ownership of every descriptor in the control messages of `msg`.
+Status collect_fds(msghdr& msg, std::vector<UniqueFd>& fds) {
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
+            continue;
+        }
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        const unsigned char* data = CMSG_DATA(c);
+        for (size_t i = 0; i < count; ++i) {
+            int received = -1;
+            std::memcpy(&received, data + i * sizeof(int), sizeof(int));
+            fds.emplace_back(received);
+        }
+    }
+    if ((msg.msg_flags & MSG_CTRUNC) != 0 || fds.size() > kMaxFdsPerFrame) {
+        return malformed(
+            fmt::format("the peer sent more than {} descriptors with one frame", kMaxFdsPerFrame));
+    }
+    return {};
+}
+
+// Reads exactly `len` bytes. false: the peer closed the channel before the first byte and
+// `eof_ok` allows that.
+Result<bool> read_exact(int fd, char* buf, size_t len, bool eof_ok, const Deadline& deadline,
+                        std::vector<UniqueFd>& fds) {
+    size_t got = 0;
+    while (got < len) {
+        iovec iov{buf + got, len - got};
+        alignas(cmsghdr) unsigned char control[kControlBytes];
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof control;
+        ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                RETURN_IF_ERROR(wait_fd(fd, POLLIN, deadline, "receive frame"));
+                continue;
+            }
+            return io_error("receive frame", errno);
+        }
+        RETURN_IF_ERROR(collect_fds(msg, fds));
+        if (n == 0) {
+            if (eof_ok && got == 0) {
+                return false;
+            }
+            return Error{Errc::kUnavailable,
+                         fmt::format("receive frame: the peer closed the channel mid-frame ({} of "
+                                     "{} bytes)",
+                                     got, len)};
+        }
+        got += static_cast<size_t>(n);
+    }
+    return true;
+}
+
+}  // namespace
+
+// ---- Frames ---------------------------------------------------------------------------------
+
+Result<std::string> encode_frame(const json& header, std::string_view payload, Utf8 utf8) {
+    std::string text;
+    try {
+        text = header.dump(
+            -1, ' ', false,
+            utf8 == Utf8::kStrict ? json::error_handler_t::strict : json::error_handler_t::replace);
+    } catch (const json::exception&) {
+        return Error{Errc::kInvalidArgument, "encode frame: a string is not valid UTF-8"};
+    }
+    const size_t total = kMinFrameBytes + text.size() + payload.size();
+    if (total > kMaxFrameBytes) {
+        return Error{Errc::kResourceExhausted,
+                     fmt::format("encode frame: {} bytes exceed the {}-byte frame limit", total,
+                                 kMaxFrameBytes)};
+    }
+    std::string out;
+    out.reserve(total);
+    append_le32(out, static_cast<uint32_t>(total));
+    append_le32(out, static_cast<uint32_t>(text.size()));
+    out += text;
+    out += payload;
+    return out;
+}
+
+Result<size_t> decode_length_prefix(std::span<const std::byte, kPrefixBytes> prefix) {
+    const size_t total = load_le32(prefix.data());
+    if (total < kMinFrameBytes) {
+        return malformed(
+            fmt::format("frame length {} is shorter than its {} bytes of length fields", total,
+                        kMinFrameBytes));
+    }
+    if (total > kMaxFrameBytes) {
+        return malformed(
+            fmt::format("frame length {} exceeds the {}-byte limit", total, kMaxFrameBytes));
+    }
+    return total - kPrefixBytes;
+}
+
+Result<Frame> decode_frame_body(std::span<const std::byte> body) {
+    if (body.size() + kPrefixBytes > kMaxFrameBytes) {
+        return malformed(fmt::format("frame of {} bytes exceeds the {}-byte limit",
+                                     body.size() + kPrefixBytes, kMaxFrameBytes));
+    }
+    return decode_body(std::string(reinterpret_cast<const char*>(body.data()), body.size()));
+}
+
+Result<Frame> decode_frame(std::span<const std::byte> bytes) {
+    if (bytes.size() < kPrefixBytes) {
+        return malformed(fmt::format("frame of {} bytes has no length prefix", bytes.size()));
+    }
+    ASSIGN_OR_RETURN(size_t body_len, decode_length_prefix(bytes.first<kPrefixBytes>()));
+    if (body_len != bytes.size() - kPrefixBytes) {
+        return malformed(fmt::format("frame length {} does not match the {} bytes given",
+                                     body_len + kPrefixBytes, bytes.size()));
+    }
+    return decode_frame_body(bytes.subspan(kPrefixBytes));
+}
+
+// ---- Names ----------------------------------------------------------------------------------
+
+std::string_view op_name(Op op) noexcept {
+    switch (op) {
+        case Op::kHello:
+            return "hello";
+        case Op::kStat:
+            return "stat";
+        case Op::kRead:
+            return "read";
+        case Op::kWrite:
+            return "write";
+        case Op::kMkdirs:
+            return "mkdirs";
+        case Op::kList:
+            return "list";
+        case Op::kRg:
+            return "rg";
+    }
+    return "unknown";
+}
+
+std::optional<Op> op_from_name(std::string_view name) noexcept {
+    for (Op op : {Op::kHello, Op::kStat, Op::kRead, Op::kWrite, Op::kMkdirs, Op::kList, Op::kRg}) {
+        if (name == op_name(op)) {
+            return op;
+        }
+    }
+    return std::nullopt;
+}
+
+std::string_view root_name(Root root) noexcept {
+    switch (root) {
+        case Root::kWorkspace:
+            return "workspace";
+        case Root::kSpill:
+            return "spill";
+    }
+    return "unknown";
+}
+
+std::string_view file_type_name(FileType type) noexcept {
+    switch (type) {
+        case FileType::kFile:
+            return "file";
+        case FileType::kDirectory:
+            return "directory";
+        case FileType::kSymlink:
+            return "symlink";
+        case FileType::kOther:
+            return "other";
+    }
+    return "unknown";
+}
+
+std::optional<Errc> errc_from_name(std::string_view name) noexcept {
+    for (Errc code :
+         {Errc::kInvalidArgument, Errc::kNotFound, Errc::kAlreadyExists, Errc::kPermissionDenied,
+          Errc::kPolicyDenied, Errc::kFailedPrecondition, Errc::kDeadlineExceeded, Errc::kCancelled,
+          Errc::kResourceExhausted, Errc::kUnavailable, Errc::kInternal}) {
+        if (name == errc_name(code)) {
+            return code;
+        }
+    }
+    return std::nullopt;
+}
+
+Op op_of(const RequestArgs& args) noexcept {
+    return static_cast<Op>(args.index());
+}
+Op op_of(const ReplyValue& value) noexcept {
+    return static_cast<Op>(value.index());
+}
+
+// ---- Requests -------------------------------------------------------------------------------
+
+Status validate_request(const Request& request) {
+    return std::visit(
+        Overloaded{
+            [](const HelloArgs&) -> Status { return {}; },
+            [](const StatArgs& a) -> Status { return check_path(a.path); },
+            [](const MkdirsArgs& a) -> Status { return check_path(a.path); },
+            [](const ReadArgs& a) -> Status {
+                RETURN_IF_ERROR(check_path(a.path));
+                if (a.max_bytes > kMaxPayloadBytes) {
+                    return malformed(fmt::format("read of {} bytes exceeds the {}-byte limit",
+                                                 a.max_bytes, kMaxPayloadBytes));
+                }
+                return {};
+            },
+            [](const WriteRequest& a) -> Status {
+                RETURN_IF_ERROR(check_path(a.path));
+                if (a.bytes.size() > kMaxPayloadBytes) {
+                    return Error{Errc::kResourceExhausted,
+                                 fmt::format("write of {} bytes exceeds the {}-byte limit",
+                                             a.bytes.size(), kMaxPayloadBytes)};
+                }
+                if (a.mode && *a.mode > 07777) {
+                    return malformed(fmt::format("mode {:o} is not a permission mode", *a.mode));
+                }
+                return {};
+            },
+            [](const ListArgs& a) -> Status {
+                RETURN_IF_ERROR(check_path(a.path));
+                if (a.max_entries > kMaxListEntries) {
+                    return malformed(fmt::format("list of {} entries exceeds the limit {}",
+                                                 a.max_entries, kMaxListEntries));
+                }
+                return {};
+            },
+            [](const RgRequest& a) -> Status {
+                if (a.args.size() > kMaxRgArgs) {
+                    return malformed(fmt::format("rg with {} arguments exceeds the limit {}",
+                                                 a.args.size(), kMaxRgArgs));
+                }
+                for (const std::string& arg : a.args) {
+                    if (arg.size() > kMaxRgArgBytes || arg.find('\0') != std::string::npos) {
+                        return malformed("an rg argument is too long or contains a NUL byte");
+                    }
+                }
+                if (a.max_output_bytes > kMaxPayloadBytes) {
+                    return malformed(fmt::format("rg output of {} bytes exceeds the {}-byte limit",
+                                                 a.max_output_bytes, kMaxPayloadBytes));
+                }
+                if (a.timeout.count() <= 0 || a.timeout > kMaxRgTimeout) {
+                    return malformed(
+                        fmt::format("rg timeout of {} ms is out of range", a.timeout.count()));
+                }
+                return {};
+            },
+        },
+        request.args);
+}
+
+Result<std::string> encode_request(const Request& request) {
+    RETURN_IF_ERROR(validate_request(request));
+    json h = json::object();
+    h["v"] = kVersion;
+    h["id"] = request.id;
+    h["op"] = op_name(op_of(request.args));
+    std::string_view payload;
+    std::visit(Overloaded{
+                   [](const HelloArgs&) {},
+                   [&](const StatArgs& a) {
+                       h["root"] = root_name(a.root);
+                       h["path"] = a.path;
+                   },
+                   [&](const ReadArgs& a) {
+                       h["root"] = root_name(a.root);
+                       h["path"] = a.path;
+                       h["max_bytes"] = a.max_bytes;
+                   },
+                   [&](const WriteRequest& a) {
+                       h["root"] = root_name(a.root);
+                       h["path"] = a.path;
+                       h["make_parents"] = a.make_parents;
+                       if (a.mode) {
+                           h["mode"] = *a.mode;
+                       }
+                       payload = a.bytes;
+                   },
+                   [&](const MkdirsArgs& a) {
+                       h["root"] = root_name(a.root);
+                       h["path"] = a.path;
+                   },
+                   [&](const ListArgs& a) {
+                       h["root"] = root_name(a.root);
+                       h["path"] = a.path;
+                       h["max_entries"] = a.max_entries;
+                   },
+                   [&](const RgRequest& a) {
+                       h["root"] = root_name(a.root);
+                       h["args"] = a.args;
+                       h["max_output_bytes"] = a.max_output_bytes;
+                       h["timeout_ms"] = a.timeout.count();
+                   },
+               },
+               request.args);
+    return encode_frame(h, payload, Utf8::kStrict);
+}
+
+Result<Request> decode_request(const Frame& frame) {
+    try {
+        Fields f(frame.header, "request");
+        RETURN_IF_ERROR(check_version(f));
+        Request request;
+        ASSIGN_OR_RETURN(request.id, f.u64("id"));
+        ASSIGN_OR_RETURN(std::string op_text, f.string("op"));
+        std::optional<Op> op = op_from_name(op_text);
+        if (!op) {
+            return malformed(fmt::format("request: unknown op \"{}\"", op_text.substr(0, 64)));
+        }
+        if (*op != Op::kWrite) {
+            RETURN_IF_ERROR(check_no_payload(frame, fmt::format("request \"{}\"", op_text)));
+        }
+        switch (*op) {
+            case Op::kHello:
+                request.args = HelloArgs{};
+                break;
+            case Op::kStat: {
+                StatArgs a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(a.path, f.string("path"));
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kRead: {
+                ReadArgs a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(a.path, f.string("path"));
+                ASSIGN_OR_RETURN(a.max_bytes, f.u64("max_bytes"));
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kWrite: {
+                WriteRequest a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(a.path, f.string("path"));
+                ASSIGN_OR_RETURN(a.make_parents, f.boolean("make_parents"));
+                if (f.has("mode")) {
+                    ASSIGN_OR_RETURN(uint64_t mode, f.u64_at_most("mode", 07777));
+                    a.mode = static_cast<uint32_t>(mode);
+                }
+                a.bytes = frame.payload;
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kMkdirs: {
+                MkdirsArgs a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(a.path, f.string("path"));
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kList: {
+                ListArgs a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(a.path, f.string("path"));
+                ASSIGN_OR_RETURN(a.max_entries, f.u64("max_entries"));
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kRg: {
+                RgRequest a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(const json* args, f.array("args"));
+                if (args->size() > kMaxRgArgs) {
+                    return malformed(
+                        fmt::format("request: rg with {} arguments exceeds the limit {}",
+                                    args->size(), kMaxRgArgs));
+                }
+                for (const json& arg : *args) {
+                    if (!arg.is_string()) {
+                        return malformed("request: field \"args\" must hold only strings");
+                    }
+                    a.args.push_back(arg.get<std::string>());
+                }
+                ASSIGN_OR_RETURN(uint64_t max_out, f.u64("max_output_bytes"));
+                a.max_output_bytes = static_cast<size_t>(max_out);
+                ASSIGN_OR_RETURN(
+                    uint64_t timeout_ms,
+                    f.u64_at_most("timeout_ms", static_cast<uint64_t>(kMaxRgTimeout.count())));
+                a.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_ms));
+                request.args = std::move(a);
+                break;
+            }
+        }
+        if (auto st = validate_request(request); !st) {
+            return std::move(st).error().wrap("request");
+        }
+        return request;
+    } catch (const std::exception& e) {
+        return malformed(fmt::format("request: {}", e.what()));
+    }
+}
+
+std::optional<uint64_t> recover_id(const Frame& frame) noexcept {
+    try {
+        if (!frame.header.is_object() || !frame.header.contains("id")) {
+            return std::nullopt;
+        }
+        const json& id = frame.header.at("id");
+        if (!id.is_number_unsigned()) {
+            return std::nullopt;
+        }
+        return id.get<uint64_t>();
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+// ---- Replies --------------------------------------------------------------------------------
+
+Result<std::string> encode_reply(const Reply& reply) {
+    json h = json::object();
+    h["v"] = kVersion;
+    h["id"] = reply.id;
+    h["ok"] = reply.result.has_value();
+    std::string payload;
+    if (!reply.result) {
+        const Error& e = reply.result.error();
+        json err = json::object();
+        err["code"] = errc_name(e.code);
+        err["message"] = e.message.substr(0, kMaxErrorMessageBytes);
+        err["errno"] = (e.sys_errno > 0 && e.sys_errno <= 4095) ? e.sys_errno : 0;
+        h["error"] = std::move(err);
+        return encode_frame(h, payload, Utf8::kReplace);
+    }
+    std::visit(Overloaded{
+                   [](const HelloResult&) {},
+                   [&](const FileInfo& info) { h["info"] = info_json(info); },
+                   [&](const ReadData& d) {
+                       h["info"] = info_json(d.info);
+                       h["truncated"] = d.truncated;
+                       payload = d.bytes;
+                   },
+                   [&](const WriteOutcome& w) {
+                       h["created"] = w.created;
+                       h["info"] = info_json(w.info);
+                   },
+                   [](const MkdirsResult&) {},
+                   [&](const std::vector<DirEntry>& entries) {
+                       // Names travel as UTF-8: an ill-formed one is replaced, which can change
+                       // its place in the order, so the replaced names are sorted again.
+                       std::vector<std::pair<std::string, const DirEntry*>> named;
+                       named.reserve(entries.size());
+                       for (const DirEntry& e : entries) {
+                           named.emplace_back(valid_utf8(e.name), &e);
+                       }
+                       std::stable_sort(
+                           named.begin(), named.end(),
+                           [](const auto& a, const auto& b) { return a.first < b.first; });
+                       json arr = json::array();
+                       for (auto& [name, entry] : named) {
+                           const DirEntry& e = *entry;
+                           json j = json::object();
+                           j["name"] = std::move(name);
+                           j["type"] = file_type_name(e.type);
+                           j["size"] = e.size;
+                           j["mtime_ns"] = e.mtime_ns;
+                           arr.push_back(std::move(j));
+                       }
+                       h["entries"] = std::move(arr);
+                   },
+                   [&](const RgOutcome& rg) {
+                       h["exit_code"] = rg.exit_code;
+                       h["truncated"] = rg.truncated;
+                       h["timed_out"] = rg.timed_out;
+                       h["out_bytes"] = rg.out.size();
+                       payload.reserve(rg.out.size() + rg.err.size());
+                       payload = rg.out;
+                       payload += rg.err;
+                   },
+               },
+               *reply.result);
+    return encode_frame(h, payload, Utf8::kReplace);
+}
+
+Result<Reply> decode_reply(const Frame& frame, Op op) {
+    try {
+        Fields f(frame.header, "reply");
+        RETURN_IF_ERROR(check_version(f));
+        Reply reply;
+        ASSIGN_OR_RETURN(reply.id, f.u64("id"));
+        ASSIGN_OR_RETURN(bool ok, f.boolean("ok"));
+        if (!ok) {
+            RETURN_IF_ERROR(check_no_payload(frame, "error reply"));
+            Error error;
+            RETURN_IF_ERROR(error_from(f, error));
+            reply.result = std::move(error);
+            return reply;
+        }
+        switch (op) {
+            case Op::kHello:
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"hello\""));
+                reply.result = ReplyValue{HelloResult{}};
+                break;
+            case Op::kStat: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"stat\""));
+                ASSIGN_OR_RETURN(FileInfo info, info_from(f, "info"));
+                reply.result = ReplyValue{info};
+                break;
+            }
+            case Op::kRead: {
+                ReadData d;
+                ASSIGN_OR_RETURN(d.info, info_from(f, "info"));
+                ASSIGN_OR_RETURN(d.truncated, f.boolean("truncated"));
+                if (frame.payload.size() > kMaxPayloadBytes) {
+                    return malformed(
+                        fmt::format("reply to \"read\" carries {} bytes, above the "
+                                    "limit {}",
+                                    frame.payload.size(), kMaxPayloadBytes));
+                }
+                d.bytes = frame.payload;
+                reply.result = ReplyValue{std::move(d)};
+                break;
+            }
+            case Op::kWrite: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"write\""));
+                WriteOutcome w;
+                ASSIGN_OR_RETURN(w.created, f.boolean("created"));
+                ASSIGN_OR_RETURN(w.info, info_from(f, "info"));
+                reply.result = ReplyValue{w};
+                break;
+            }
+            case Op::kMkdirs:
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"mkdirs\""));
+                reply.result = ReplyValue{MkdirsResult{}};
+                break;
+            case Op::kList: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"list\""));
+                ASSIGN_OR_RETURN(std::vector<DirEntry> entries, entries_from(f));
+                reply.result = ReplyValue{std::move(entries)};
+                break;
+            }
+            case Op::kRg: {
+                RgOutcome rg;
+                ASSIGN_OR_RETURN(int64_t exit_code, f.i64("exit_code"));
+                if (exit_code < -1 || exit_code > 255) {
+                    return malformed(
+                        fmt::format("reply: rg exit code {} is out of range", exit_code));
+                }
+                rg.exit_code = static_cast<int>(exit_code);
+                ASSIGN_OR_RETURN(rg.truncated, f.boolean("truncated"));
+                ASSIGN_OR_RETURN(rg.timed_out, f.boolean("timed_out"));
+                ASSIGN_OR_RETURN(uint64_t out_bytes, f.u64("out_bytes"));
+                if (out_bytes > frame.payload.size() || out_bytes > kMaxPayloadBytes) {
+                    return malformed(fmt::format(
+                        "reply: rg out_bytes {} exceeds the payload of {} bytes or the limit",
+                        out_bytes, frame.payload.size()));
+                }
+                const size_t err_bytes = frame.payload.size() - out_bytes;
+                if (err_bytes > kRgMaxErrBytes) {
+                    return malformed(
+                        fmt::format("reply: rg stderr of {} bytes exceeds the limit {}", err_bytes,
+                                    kRgMaxErrBytes));
+                }
+                rg.out = frame.payload.substr(0, out_bytes);
+                rg.err = frame.payload.substr(out_bytes);
+                reply.result = ReplyValue{std::move(rg)};
+                break;
+            }
+        }
+        return reply;
+    } catch (const std::exception& e) {
+        return malformed(fmt::format("reply: {}", e.what()));
+    }
+}
+
+// ---- Blocking I/O ---------------------------------------------------------------------------
+
+Status send_frame(int fd, std::string_view frame, std::span<const int> fds, Deadline deadline) {
+    if (fds.size() > kMaxFdsPerFrame) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("send frame: {} descriptors exceed the limit {}", fds.size(),
+                                 kMaxFdsPerFrame)};
+    }
+    if (frame.empty()) {
+        return Error{Errc::kInvalidArgument, "send frame: empty frame"};
+    }
+    size_t sent = 0;
+    bool fds_sent = fds.empty();
+    while (sent < frame.size()) {
+        // sendmsg takes a non-const iovec base but never writes through it.
+        iovec iov{const_cast<char*>(frame.data() + sent), frame.size() - sent};
+        alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        if (!fds_sent) {
+            msg.msg_control = control;
+            msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+            cmsghdr* c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+            std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+        }
+        ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                RETURN_IF_ERROR(wait_fd(fd, POLLOUT, deadline, "send frame"));
+                continue;
+            }
+            return io_error("send frame", errno);
+        }
+        fds_sent = true;
+        sent += static_cast<size_t>(n);
+    }
+    return {};
+}
+
+Result<std::optional<Received>> recv_frame(int fd, Deadline deadline) {
+    std::vector<UniqueFd> fds;
+    std::array<std::byte, kPrefixBytes> prefix{};
+    ASSIGN_OR_RETURN(bool got_prefix,
+                     read_exact(fd, reinterpret_cast<char*>(prefix.data()), prefix.size(),
+                                /*eof_ok=*/true, deadline, fds));
+    if (!got_prefix) {
+        return std::optional<Received>{};
+    }
+    ASSIGN_OR_RETURN(size_t body_len, decode_length_prefix(prefix));
+    std::string body(body_len, '\0');
+    ASSIGN_OR_RETURN(bool got_body,
+                     read_exact(fd, body.data(), body.size(), /*eof_ok=*/false, deadline, fds));
+    (void)got_body;
+    ASSIGN_OR_RETURN(Frame frame, decode_body(std::move(body)));
+    return std::optional<Received>{Received{std::move(frame), std::move(fds)}};
+}
+
+}  // namespace stockade::workspace::channel

@@ -1,0 +1,179 @@
+// The worker channel, protocol version 1: the one interface between the supervisor and the
+// sandbox worker (DESIGN.md §1). A small typed message set over a unix SOCK_STREAM socketpair.
+//
+// Frame (all integers little-endian):
+//   u32 total length   the whole frame, these 4 bytes included; at most kMaxFrameBytes
+//   u32 header length  bytes of header JSON that follow
+//   header             UTF-8 JSON object, nesting depth at most kMaxHeaderDepth
+//   payload            the rest of the frame: raw bytes (file contents, rg output), never JSON
+// Descriptors travel as SCM_RIGHTS on the frame's bytes (at most kMaxFdsPerFrame).
+//
+// Why SOCK_STREAM: a frame can be 24 MiB and SOCK_SEQPACKET caps a datagram at the socket's
+// send buffer (a few hundred KiB by default), so frames need their own length prefix anyway.
+// SCM_RIGHTS works on stream sockets too: the kernel never merges data carrying descriptors
+// with data sent before it, so the descriptors arrive with the frame they were sent with.
+//
+// Requests:  {"v":1,"id":N,"op":"hello|stat|read|write|mkdirs|list|rg", ...arguments}
+//   stat, mkdirs   "root":"workspace|spill", "path":"a/b"
+//   read           + "max_bytes":N
+//   write          + "make_parents":bool, optional "mode":N; payload = the file's bytes
+//   list           + "max_entries":N
+//   rg             "root", "args":[...], "max_output_bytes":N, "timeout_ms":N
+// Replies:   {"v":1,"id":N,"ok":true, ...results}
+//   stat           "info":{"type":"file|directory|symlink|other","size":N,"mtime_ns":N,"mode":N}
+//   read           "info", "truncated":bool; payload = the bytes read
+//   write          "created":bool, "info"
+//   list           "entries":[{"name":"x","type":"file","size":N,"mtime_ns":N}, ...] sorted
+//                  by name; a name that is not UTF-8 is sent with U+FFFD replacements (so two
+//                  names can arrive equal) and the list is sorted again after replacing
+//   rg             "exit_code":N, "truncated":bool, "timed_out":bool, "out_bytes":N;
+//                  payload = stdout (out_bytes) then stderr (the rest)
+//   hello, mkdirs  nothing more
+//            {"v":1,"id":N,"ok":false,"error":{"code":"not-found","message":"...","errno":N}}
+// Replies do not name their op: the requester knows what it asked (decode_reply takes it).
+// Every frame carries "v"; a frame of another version is a decode error naming both versions,
+// so the first exchange (hello) detects a mismatched worker.
+//
+// Decoding never throws and never trusts a length: a malformed frame is an Error with code
+// kInvalidArgument (kFailedPrecondition for a version mismatch).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "workspace/workspace.h"
+
+namespace stockade::workspace::channel {
+
+inline constexpr uint32_t kVersion = 1;
+inline constexpr size_t kPrefixBytes = 4;             // the u32 total length
+inline constexpr size_t kMinFrameBytes = 8;           // both length fields
+inline constexpr size_t kMaxFrameBytes = 24 << 20;    // whole frame
+inline constexpr size_t kMaxPayloadBytes = 16 << 20;  // read max_bytes, write bytes, rg output
+inline constexpr size_t kMaxListEntries = 10'000;
+inline constexpr size_t kMaxPathBytes = 4096;  // PATH_MAX
+inline constexpr size_t kMaxRgArgs = 1024;
+inline constexpr size_t kMaxRgArgBytes = 64 << 10;
+inline constexpr size_t kMaxErrorMessageBytes = 16 << 10;
+inline constexpr std::chrono::milliseconds kMaxRgTimeout{24 * 3600 * 1000};
+inline constexpr size_t kMaxHeaderDepth = 8;
+inline constexpr size_t kMaxFdsPerFrame = 4;
+
+// ---- Frames (pure) --------------------------------------------------------------------------
+
+struct Frame {
+    nlohmann::json header = nlohmann::json::object();
+    std::string payload{};
+};
+
+// How strings that are not valid UTF-8 are encoded: requests refuse them (a path must not
+// silently change), replies replace them with U+FFFD (a file name from the disk).
+enum class Utf8 : uint8_t { kStrict, kReplace };
+
+// Serialises header + payload into one frame. Fails when the frame would exceed
+// kMaxFrameBytes (kResourceExhausted) or, with kStrict, a string is not UTF-8 (kInvalidArgument).
+Result<std::string> encode_frame(const nlohmann::json& header, std::string_view payload,
+                                 Utf8 utf8 = Utf8::kStrict);
+
+// Checks the u32 total length read from the first kPrefixBytes of a frame; returns the number
+// of bytes that follow it.
+Result<size_t> decode_length_prefix(std::span<const std::byte, kPrefixBytes> prefix);
+// Decodes everything after the total length: header length, header, payload.
+Result<Frame> decode_frame_body(std::span<const std::byte> body);
+// Decodes one whole frame; its total length must be exactly bytes.size().
+Result<Frame> decode_frame(std::span<const std::byte> bytes);
+
+// ---- Messages (pure) ------------------------------------------------------------------------
+
+// The order of Op is the order of the RequestArgs and ReplyValue alternatives.
+enum class Op : uint8_t { kHello, kStat, kRead, kWrite, kMkdirs, kList, kRg };
+std::string_view op_name(Op op) noexcept;
+std::optional<Op> op_from_name(std::string_view name) noexcept;
+std::string_view root_name(Root root) noexcept;
+std::string_view file_type_name(FileType type) noexcept;
+std::optional<Errc> errc_from_name(std::string_view name) noexcept;
+
+struct HelloArgs {};
+struct StatArgs {
+    Root root = Root::kWorkspace;
+    std::string path{};
+};
+struct ReadArgs {
+    Root root = Root::kWorkspace;
+    std::string path{};
+    uint64_t max_bytes = 0;
+};
+struct MkdirsArgs {
+    Root root = Root::kWorkspace;
+    std::string path{};
+};
+struct ListArgs {
+    Root root = Root::kWorkspace;
+    std::string path{};
+    uint64_t max_entries = 0;
+};
+using RequestArgs =
+    std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs, RgRequest>;
+
+struct Request {
+    uint64_t id = 0;
+    RequestArgs args{};
+};
+Op op_of(const RequestArgs& args) noexcept;
+
+struct HelloResult {};
+struct MkdirsResult {};
+using ReplyValue = std::variant<HelloResult, FileInfo, ReadData, WriteOutcome, MkdirsResult,
+                                std::vector<DirEntry>, RgOutcome>;
+Op op_of(const ReplyValue& value) noexcept;
+
+struct Reply {
+    uint64_t id = 0;
+    Result<ReplyValue> result = ReplyValue{};
+};
+
+// The limits every request must meet, checked on both sides: a path of at most kMaxPathBytes
+// without NUL, read/write/rg sizes within kMaxPayloadBytes, list within kMaxListEntries, rg
+// arguments without NUL, a mode within 07777.
+Status validate_request(const Request& request);
+
+Result<std::string> encode_request(const Request& request);
+Result<Request> decode_request(const Frame& frame);
+// The id of a frame whose request did not decode, when it has one.
+std::optional<uint64_t> recover_id(const Frame& frame) noexcept;
+
+// Checks what holds for any reply (names without '/', known codes, an rg exit code in -1..255,
+// stdout within the payload); what depends on the request (sizes asked for) is the caller's.
+Result<std::string> encode_reply(const Reply& reply);
+Result<Reply> decode_reply(const Frame& frame, Op op);
+
+// ---- Blocking I/O over a unix stream socket -------------------------------------------------
+
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+// Writes one encoded frame, with `fds` attached to its first byte. MSG_NOSIGNAL: a closed peer
+// is an Error (kUnavailable), never SIGPIPE. kDeadlineExceeded if the peer stops reading.
+Status send_frame(int fd, std::string_view frame, std::span<const int> fds = {},
+                  Deadline deadline = std::nullopt);
+
+struct Received {
+    Frame frame{};
+    std::vector<UniqueFd> fds{};  // descriptors that came with the frame (CLOEXEC)
+};
+// Reads one frame. nullopt: the peer closed the channel cleanly between frames. Errors:
+// kUnavailable (closed mid-frame, I/O error), kDeadlineExceeded, kInvalidArgument (malformed
+// frame: after one, the stream cannot be trusted to be in sync).
+Result<std::optional<Received>> recv_frame(int fd, Deadline deadline = std::nullopt);
+
+}  // namespace stockade::workspace::channel

@@ -1,0 +1,663 @@
+#include "workspace/local_workspace.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <memory>
+#include <queue>
+
+#include <fmt/format.h>
+
+#include "common/defer.h"
+#include "common/syscall.h"
+
+namespace stockade::workspace {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr mode_t kNewFileMode = 0644;
+constexpr mode_t kNewDirMode = 0755;
+constexpr size_t kReadChunk = 64 << 10;
+constexpr auto kKillGrace = std::chrono::seconds(2);  // draining pipes after the timeout kill
+
+std::string_view root_label(Root root) {
+    switch (root) {
+        case Root::kWorkspace:
+            return "workspace";
+        case Root::kSpill:
+            return "spill directory";
+    }
+    return "root";
+}
+
+std::string shown(const std::string& path) {
+    return path.empty() ? std::string(".") : path;
+}
+
+// An Error for `op` on `path` from errno. Escapes get the one message the model should see.
+Error fs_error(Root root, std::string_view op, const std::string& path, int err) {
+    if (err == EXDEV) {
+        return Error{Errc::kPermissionDenied,
+                     fmt::format("path \"{}\" leaves the {} through a symlink", shown(path),
+                                 root_label(root)),
+                     err};
+    }
+    if (err == ELOOP) {
+        return Error{Errc::kPermissionDenied,
+                     fmt::format("path \"{}\" leaves the {} through a symlink, or its symlinks "
+                                 "loop: {}",
+                                 shown(path), root_label(root), errno_string(err)),
+                     err};
+    }
+    return errno_error(fmt::format("{} \"{}\"", op, shown(path)), err);
+}
+
+FileType file_type(mode_t mode) {
+    if (S_ISREG(mode)) {
+        return FileType::kFile;
+    }
+    if (S_ISDIR(mode)) {
+        return FileType::kDirectory;
+    }
+    if (S_ISLNK(mode)) {
+        return FileType::kSymlink;
+    }
+    return FileType::kOther;
+}
+
+int64_t mtime_ns(const struct stat& st) {
+    return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
+           static_cast<int64_t>(st.st_mtim.tv_nsec);
+}
+
+FileInfo info_from(const struct stat& st) {
+    return FileInfo{.type = file_type(st.st_mode),
+                    .size = static_cast<uint64_t>(st.st_size),
+                    .mtime_ns = mtime_ns(st),
+                    .mode = static_cast<uint32_t>(st.st_mode & 07777)};
+}
+
+// ".<name>.stockade-<16 hex>.tmp", within NAME_MAX.
+std::string temp_name(const std::string& name) {
+    static std::atomic<uint64_t> counter{0};
+    uint64_t nonce = 0;
+    if (::getrandom(&nonce, sizeof nonce, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof nonce)) {
+        nonce = (static_cast<uint64_t>(::getpid()) << 32U) ^
+                static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ ++counter;
+    }
+    return fmt::format(".{}.stockade-{:016x}.tmp", name.substr(0, 200), nonce);
+}
+
+Result<std::string> read_link_at(int dir_fd, const std::string& name) {
+    std::string target(PATH_MAX, '\0');
+    ssize_t n = ::readlinkat(dir_fd, name.c_str(), target.data(), target.size());
+    if (n < 0) {
+        return errno_error("readlink", errno);
+    }
+    target.resize(static_cast<size_t>(n));
+    return target;
+}
+
+}  // namespace
+
+// ---- Construction ---------------------------------------------------------------------------
+
+LocalWorkspace::LocalWorkspace(RootDir workspace, RootDir spill, Options options)
+    : workspace_(std::move(workspace)), spill_(std::move(spill)), options_(std::move(options)) {}
+
+Result<LocalWorkspace> LocalWorkspace::open(std::string workspace_root, std::string spill_root,
+                                            Options options) {
+    auto open_root = [](const std::string& path, std::string_view what) -> Result<UniqueFd> {
+        auto fd = open_path(path, O_PATH | O_DIRECTORY);
+        if (!fd) {
+            return std::move(fd).error().wrap(fmt::format("open {}", what));
+        }
+        return fd;
+    };
+    ASSIGN_OR_RETURN(UniqueFd ws_fd, open_root(workspace_root, "workspace root"));
+    UniqueFd spill_fd;
+    if (!spill_root.empty()) {
+        ASSIGN_OR_RETURN(spill_fd, open_root(spill_root, "spill root"));
+    }
+    return LocalWorkspace(RootDir{std::move(workspace_root), std::move(ws_fd)},
+                          RootDir{std::move(spill_root), std::move(spill_fd)}, std::move(options));
+}
+
+std::string LocalWorkspace::root_path(Root root) const {
+    switch (root) {
+        case Root::kWorkspace:
+            return workspace_.path;
+        case Root::kSpill:
+            return spill_.path;
+    }
+    return {};
+}
+
+Result<int> LocalWorkspace::root_fd(Root root) const {
+    switch (root) {
+        case Root::kWorkspace:
+            return workspace_.fd.get();
+        case Root::kSpill:
+            if (!spill_.fd) {
+                return Error{Errc::kUnavailable, "this session has no spill directory"};
+            }
+            return spill_.fd.get();
+    }
+    return Error{Errc::kInvalidArgument, "unknown root"};
+}
+
+Result<int> LocalWorkspace::writable_root_fd(Root root, std::string_view op,
+                                             const std::string& path) const {
+    if (root == Root::kSpill) {
+        return Error{Errc::kPermissionDenied,
+                     fmt::format("{} \"{}\": the spill directory is read-only", op, shown(path)),
+                     EROFS};
+    }
+    return root_fd(root);
+}
+
+Result<UniqueFd> LocalWorkspace::resolve(Root root, std::string_view op, const std::string& path,
+                                         int flags) const {
+    RETURN_IF_ERROR(check_relative_path(path));
+    ASSIGN_OR_RETURN(int dir, root_fd(root));
+    auto fd = open_beneath(dir, path, flags, options_.resolve);
+    if (!fd) {
+        return fs_error(root, op, path, fd.error().sys_errno);
+    }
+    return fd;
+}
+
+// ---- Files ----------------------------------------------------------------------------------
+
+Result<FileInfo> LocalWorkspace::stat(Root root, const std::string& path) {
+    ASSIGN_OR_RETURN(UniqueFd fd, resolve(root, "stat", path, O_PATH));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        return fs_error(root, "stat", path, errno);
+    }
+    return info_from(st);
+}
+
+Result<ReadData> LocalWorkspace::read(Root root, const std::string& path, uint64_t max_bytes) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    ASSIGN_OR_RETURN(UniqueFd fd, resolve(root, "read", path, O_RDONLY | O_NONBLOCK | O_NOCTTY));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        return fs_error(root, "read", path, errno);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("read \"{}\": it is a directory", shown(path)), EISDIR};
+    }
+    if (!S_ISREG(st.st_mode)) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("read \"{}\": not a regular file", shown(path))};
+    }
+    ReadData data;
+    data.info = info_from(st);
+    const size_t limit = static_cast<size_t>(std::min<uint64_t>(max_bytes, SIZE_MAX / 2));
+    size_t got = 0;
+    data.bytes.resize(std::min<size_t>(limit, static_cast<size_t>(st.st_size)));
+    for (;;) {
+        if (got == data.bytes.size()) {
+            if (got == limit) {
+                break;
+            }
+            data.bytes.resize(std::min(limit, std::max(got * 2, got + kReadChunk)));
+        }
+        ssize_t n = retry_eintr(
+            [&] { return ::read(fd.get(), data.bytes.data() + got, data.bytes.size() - got); });
+        if (n < 0) {
+            return fs_error(root, "read", path, errno);
+        }
+        if (n == 0) {
+            break;
+        }
+        got += static_cast<size_t>(n);
+    }
+    data.bytes.resize(got);
+    if (got == limit) {
+        char probe = 0;
+        ssize_t n = retry_eintr([&] { return ::read(fd.get(), &probe, 1); });
+        data.truncated = n > 0;
+    }
+    return data;
+}
+
+Result<WriteOutcome> LocalWorkspace::write(const WriteRequest& request) {
+    const std::string& path = request.path;
+    RETURN_IF_ERROR(check_relative_path(path));
+    ASSIGN_OR_RETURN(int root, writable_root_fd(request.root, "write", path));
+    if (path.empty()) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("write: the path names the {} itself, not a file",
+                                 root_label(request.root))};
+    }
+    const size_t slash = path.rfind('/');
+    const std::string parent = slash == std::string::npos ? "" : path.substr(0, slash);
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (request.make_parents && !parent.empty()) {
+        RETURN_IF_ERROR(make_dirs(request.root, parent));
+    }
+    auto dir = open_beneath(root, parent, O_RDONLY | O_DIRECTORY, options_.resolve);
+    if (!dir) {
+        const int err = dir.error().sys_errno;
+        if ((err == ENOENT || err == ENOTDIR) && !request.make_parents) {
+            return Error{
+                Errc::kNotFound,
+                fmt::format("write \"{}\": parent directory \"{}\" does not exist", path, parent),
+                err};
+        }
+        return fs_error(request.root, "write", path, err);
+    }
+
+    bool created = false;
+    mode_t mode = 0;
+    struct stat st {};
+    if (::fstatat(dir->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            auto target = read_link_at(dir->get(), name);
+            return Error{Errc::kFailedPrecondition,
+                         fmt::format("write \"{}\": it is a symbolic link to \"{}\" (relative to "
+                                     "its directory); write to the link's target instead",
+                                     path, target ? *target : std::string("?")),
+                         ELOOP};
+        }
+        if (S_ISDIR(st.st_mode)) {
+            return Error{Errc::kFailedPrecondition,
+                         fmt::format("write \"{}\": it is a directory", path), EISDIR};
+        }
+        if (!S_ISREG(st.st_mode)) {
+            return Error{Errc::kFailedPrecondition,
+                         fmt::format("write \"{}\": not a regular file", path)};
+        }
+        mode = st.st_mode & 07777;
+    } else if (errno == ENOENT) {
+        created = true;
+        // New files never get setuid/setgid/sticky bits.
+        mode = static_cast<mode_t>(request.mode.value_or(kNewFileMode) & 0777U);
+    } else {
+        return fs_error(request.root, "write", path, errno);
+    }
+
+    std::string tmp_name;
+    UniqueFd tmp;
+    for (int attempt = 0; attempt < 16 && !tmp; ++attempt) {
+        tmp_name = temp_name(name);
+        int fd = retry_eintr([&] {
+            return ::openat(dir->get(), tmp_name.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        });
+        if (fd >= 0) {
+            tmp.reset(fd);
+        } else if (errno != EEXIST) {
+            return fs_error(request.root, "write", path, errno);
+        }
+    }
+    if (!tmp) {
+        return fs_error(request.root, "write", path, EEXIST);
+    }
+    Defer remove_tmp{[&] {
+        (void)::unlinkat(dir->get(), tmp_name.c_str(), 0);
+    }};
+
+    if (auto st_write = write_all(tmp.get(), request.bytes); !st_write) {
+        return std::move(st_write).error().wrap(fmt::format("write \"{}\"", path));
+    }
+    if (::fchmod(tmp.get(), mode) != 0) {
+        return fs_error(request.root, "write: fchmod", path, errno);
+    }
+    if (::fsync(tmp.get()) != 0) {
+        return fs_error(request.root, "write: fsync", path, errno);
+    }
+    struct stat written {};
+    if (::fstat(tmp.get(), &written) != 0) {
+        return fs_error(request.root, "write: fstat", path, errno);
+    }
+    if (::renameat(dir->get(), tmp_name.c_str(), dir->get(), name.c_str()) != 0) {
+        return fs_error(request.root, "write: rename", path, errno);
+    }
+    remove_tmp.dismiss();
+    (void)::fsync(dir->get());  // the rename's durability; some filesystems refuse, harmlessly
+    return WriteOutcome{.created = created, .info = info_from(written)};
+}
+
+Status LocalWorkspace::make_dirs(Root root, const std::string& path) {
+    RETURN_IF_ERROR(check_relative_path(path));
+    ASSIGN_OR_RETURN(int root_dir, writable_root_fd(root, "mkdir", path));
+    UniqueFd parent;  // invalid: the root itself
+    size_t start = 0;
+    while (start < path.size()) {
+        size_t slash = path.find('/', start);
+        if (slash == std::string::npos) {
+            slash = path.size();
+        }
+        const std::string name = path.substr(start, slash - start);
+        const std::string prefix = path.substr(0, slash);
+        const int at = parent ? parent.get() : root_dir;
+        if (::mkdirat(at, name.c_str(), kNewDirMode) != 0 && errno != EEXIST) {
+            return fs_error(root, "mkdir", prefix, errno);
+        }
+        // Whatever now stands at `prefix` (a directory we made, or one that was there, or a
+        // symlink to one) is entered only through a resolution beneath the root.
+        auto next = open_beneath(root_dir, prefix, O_PATH | O_DIRECTORY, options_.resolve);
+        if (!next) {
+            if (next.error().sys_errno == ENOTDIR) {
+                return Error{Errc::kFailedPrecondition,
+                             fmt::format("mkdir \"{}\": it exists and is not a directory", prefix),
+                             ENOTDIR};
+            }
+            return fs_error(root, "mkdir", prefix, next.error().sys_errno);
+        }
+        parent = std::move(*next);
+        start = slash + 1;
+    }
+    return {};
+}
+
+Result<std::vector<DirEntry>> LocalWorkspace::list(Root root, const std::string& path,
+                                                   size_t max_entries) {
+    ASSIGN_OR_RETURN(UniqueFd at, resolve(root, "list", path, O_PATH));
+    struct stat st {};
+    if (::fstat(at.get(), &st) != 0) {
+        return fs_error(root, "list", path, errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("list \"{}\": not a directory", shown(path)), ENOTDIR};
+    }
+    int fd =
+        retry_eintr([&] { return ::openat(at.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+    if (fd < 0) {
+        return fs_error(root, "list", path, errno);
+    }
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd), &::closedir);
+    if (!dir) {
+        int err = errno;
+        (void)::close(fd);
+        return fs_error(root, "list", path, err);
+    }
+
+    // The max_entries smallest names, without holding a huge directory in memory.
+    std::priority_queue<std::string> smallest;
+    for (;;) {
+        errno = 0;
+        // readdir is safe on a DIR* that only this call uses; readdir_r is deprecated.
+        const dirent* entry = ::readdir(dir.get());  // NOLINT(concurrency-mt-unsafe)
+        if (entry == nullptr) {
+            if (errno != 0) {
+                return fs_error(root, "list", path, errno);
+            }
+            break;
+        }
+        std::string_view name(entry->d_name);
+        if (name == "." || name == ".." || max_entries == 0) {
+            continue;
+        }
+        if (smallest.size() < max_entries) {
+            smallest.emplace(name);
+        } else if (name < smallest.top()) {
+            smallest.pop();
+            smallest.emplace(name);
+        }
+    }
+    std::vector<std::string> names;
+    names.reserve(smallest.size());
+    while (!smallest.empty()) {
+        names.push_back(smallest.top());
+        smallest.pop();
+    }
+    std::reverse(names.begin(), names.end());
+
+    std::vector<DirEntry> entries;
+    entries.reserve(names.size());
+    for (std::string& name : names) {
+        struct stat est {};
+        if (::fstatat(::dirfd(dir.get()), name.c_str(), &est, AT_SYMLINK_NOFOLLOW) != 0) {
+            if (errno == ENOENT) {
+                continue;  // removed while we listed
+            }
+            return fs_error(root, "list", path.empty() ? name : fmt::format("{}/{}", path, name),
+                            errno);
+        }
+        entries.push_back(DirEntry{.name = std::move(name),
+                                   .type = file_type(est.st_mode),
+                                   .size = static_cast<uint64_t>(est.st_size),
+                                   .mtime_ns = mtime_ns(est)});
+    }
+    return entries;
+}
+
+// ---- rg -------------------------------------------------------------------------------------
+
+Result<std::string> LocalWorkspace::find_rg() const {
+    if (!options_.rg_path.empty()) {
+        return options_.rg_path;
+    }
+    std::string_view dirs = options_.path_env;
+    while (!dirs.empty()) {
+        size_t colon = dirs.find(':');
+        std::string_view dir = dirs.substr(0, colon);
+        dirs = colon == std::string_view::npos ? std::string_view{} : dirs.substr(colon + 1);
+        if (dir.empty() || dir.front() != '/') {
+            continue;  // only absolute PATH entries: cwd is the workspace
+        }
+        std::string candidate = fmt::format("{}/rg", dir);
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+    }
+    return Error{
+        Errc::kUnavailable,
+        fmt::format("rg is not installed in the sandbox (searched PATH={})", options_.path_env)};
+}
+
+Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
+    ASSIGN_OR_RETURN(int root_dir, root_fd(request.root));
+    ASSIGN_OR_RETURN(std::string rg, find_rg());
+
+    // Everything the child needs is built before the spawn.
+    std::vector<std::string> arg_strings;
+    arg_strings.reserve(request.args.size() + 1);
+    arg_strings.emplace_back("rg");
+    for (const std::string& a : request.args) {
+        if (a.find('\0') != std::string::npos) {
+            return Error{Errc::kInvalidArgument, "rg: an argument contains a NUL byte"};
+        }
+        arg_strings.push_back(a);
+    }
+    std::vector<char*> argv;
+    argv.reserve(arg_strings.size() + 1);
+    for (std::string& a : arg_strings) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    std::string path_var = "PATH=" + options_.path_env;
+    std::array<char*, 2> envp{path_var.data(), nullptr};
+
+    ASSIGN_OR_RETURN(FdPair out, make_pipe());
+    ASSIGN_OR_RETURN(FdPair err, make_pipe());
+    ASSIGN_OR_RETURN(UniqueFd devnull, open_path("/dev/null", O_RDONLY));
+
+    posix_spawn_file_actions_t actions;
+    if (int rc = ::posix_spawn_file_actions_init(&actions); rc != 0) {
+        return errno_error("rg: posix_spawn_file_actions_init", rc);
+    }
+    Defer destroy_actions{[&] {
+        ::posix_spawn_file_actions_destroy(&actions);
+    }};
+    posix_spawnattr_t attr;
+    if (int rc = ::posix_spawnattr_init(&attr); rc != 0) {
+        return errno_error("rg: posix_spawnattr_init", rc);
+    }
+    Defer destroy_attr{[&] {
+        ::posix_spawnattr_destroy(&attr);
+    }};
+    sigset_t empty_mask;
+    sigset_t default_signals;
+    sigemptyset(&empty_mask);
+    sigemptyset(&default_signals);
+    for (int sig :
+         {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD}) {
+        sigaddset(&default_signals, sig);
+    }
+    int rc = 0;
+    // In the child, in order: stdin /dev/null, stdout/stderr the pipes, cwd the root (fchdir
+    // accepts an O_PATH descriptor), then every other descriptor closed.
+    for (auto step : {
+             ::posix_spawn_file_actions_adddup2(&actions, devnull.get(), STDIN_FILENO),
+             ::posix_spawn_file_actions_adddup2(&actions, out.second.get(), STDOUT_FILENO),
+             ::posix_spawn_file_actions_adddup2(&actions, err.second.get(), STDERR_FILENO),
+             ::posix_spawn_file_actions_addfchdir_np(&actions, root_dir),
+             ::posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1),
+             ::posix_spawnattr_setflags(
+                 &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
+             ::posix_spawnattr_setpgroup(&attr, 0),
+             ::posix_spawnattr_setsigmask(&attr, &empty_mask),
+             ::posix_spawnattr_setsigdefault(&attr, &default_signals),
+         }) {
+        if (step != 0 && rc == 0) {
+            rc = step;
+        }
+    }
+    if (rc != 0) {
+        return errno_error("rg: prepare spawn", rc);
+    }
+    pid_t pid = -1;
+    rc = ::posix_spawn(&pid, rg.c_str(), &actions, &attr, argv.data(), envp.data());
+    if (rc != 0) {
+        Error e = errno_error(fmt::format("spawn \"{}\"", rg), rc);
+        if (rc == ENOENT || rc == EACCES || rc == ENOEXEC) {
+            e.code = Errc::kUnavailable;
+        }
+        return e;
+    }
+    out.second.reset();
+    err.second.reset();
+    devnull.reset();
+    // Until reaped, rg's pid is also its process group id: killing the group is safe.
+    Defer kill_and_reap{[&] {
+        (void)::kill(-pid, SIGKILL);
+        (void)retry_eintr([&] { return ::waitpid(pid, nullptr, 0); });
+    }};
+    // A pidfd wakes the poll when rg exits; without one (old kernel, seccomp), poll in steps.
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    for (int fd : {out.first.get(), err.first.get()}) {
+        int flags = ::fcntl(fd, F_GETFL);
+        if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+            return errno_error("rg: set pipe non-blocking", errno);
+        }
+    }
+
+    RgOutcome outcome;
+    std::vector<char> buf(kReadChunk);
+    // Reads what is there; bytes past `cap` are read and dropped. false at EOF.
+    auto drain = [&](int fd, std::string& dst, size_t cap, bool* truncated) -> Result<bool> {
+        for (;;) {
+            ssize_t n = ::read(fd, buf.data(), buf.size());
+            if (n > 0) {
+                size_t take = std::min(static_cast<size_t>(n), cap - std::min(cap, dst.size()));
+                dst.append(buf.data(), take);
+                if (take < static_cast<size_t>(n) && truncated != nullptr) {
+                    *truncated = true;
+                }
+                continue;
+            }
+            if (n == 0) {
+                return false;
+            }
+            if (errno == EINTR) {
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                return true;
+            }
+            return errno_error("rg: read output", errno);
+        }
+    };
+    auto exited = [&]() {
+        siginfo_t info{};
+        return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+               info.si_pid == pid;
+    };
+
+    const Clock::time_point deadline = Clock::now() + request.timeout;
+    Clock::time_point give_up = Clock::time_point::max();
+    bool out_open = true;
+    bool err_open = true;
+    bool done = false;
+    while (out_open || err_open || !done) {
+        const Clock::time_point now = Clock::now();
+        if (!outcome.timed_out && now >= deadline) {
+            (void)::kill(-pid, SIGKILL);
+            outcome.timed_out = true;
+            give_up = now + kKillGrace;
+        }
+        if (now >= give_up) {
+            break;  // a pipe held open by something that escaped the group; rg is dead
+        }
+        const Clock::time_point until = outcome.timed_out ? give_up : deadline;
+        auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - now);
+        std::array<pollfd, 3> fds{};
+        nfds_t n = 0;
+        if (out_open) {
+            fds[n++] = pollfd{out.first.get(), POLLIN, 0};
+        }
+        if (err_open) {
+            fds[n++] = pollfd{err.first.get(), POLLIN, 0};
+        }
+        if (!done && pidfd) {
+            fds[n++] = pollfd{pidfd.get(), POLLIN, 0};
+        } else if (!done) {
+            wait = std::min(wait, std::chrono::milliseconds(10));
+        }
+        int ready =
+            ::poll(fds.data(), n, static_cast<int>(std::clamp<int64_t>(wait.count(), 0, INT_MAX)));
+        if (ready < 0 && errno != EINTR) {
+            return errno_error("rg: poll", errno);
+        }
+        if (out_open) {
+            ASSIGN_OR_RETURN(out_open, drain(out.first.get(), outcome.out, request.max_output_bytes,
+                                             &outcome.truncated));
+        }
+        if (err_open) {
+            ASSIGN_OR_RETURN(err_open,
+                             drain(err.first.get(), outcome.err, kRgMaxErrBytes, nullptr));
+        }
+        if (!done) {
+            done = exited();
+        }
+    }
+    // rg has exited or been killed; take down anything it left in its group, then reap.
+    kill_and_reap.dismiss();
+    (void)::kill(-pid, SIGKILL);
+    int status = 0;
+    if (retry_eintr([&] { return ::waitpid(pid, &status, 0); }) != pid) {
+        return errno_error("rg: waitpid", errno);
+    }
+    if (outcome.timed_out) {
+        outcome.exit_code = -1;
+    } else if (WIFEXITED(status)) {
+        outcome.exit_code = WEXITSTATUS(status);
+    } else if (WIFSIGNALED(status)) {
+        outcome.exit_code = 128 + WTERMSIG(status);
+    }
+    return outcome;
+}
+
+}  // namespace stockade::workspace

@@ -1,0 +1,73 @@
+// LocalWorkspace: the Workspace over real syscalls. It runs in the sandbox worker (behind
+// serve_channel), where its paths can only resolve inside the sandbox's own view; tests and
+// `--isolation none` use it directly.
+//
+// Each root is an O_PATH directory descriptor opened once; every path is resolved beneath it
+// with open_beneath (openat2 RESOLVE_BENEATH, or the O_NOFOLLOW walk), so neither a symlink nor
+// ".." reaches outside the root. The spill root is read-only: write and make_dirs on it fail
+// with kPermissionDenied before touching the disk.
+#pragma once
+
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+#include "workspace/open_beneath.h"
+#include "workspace/workspace.h"
+
+namespace stockade::workspace {
+
+class LocalWorkspace final : public Workspace {
+public:
+    struct Options {
+        ResolveMode resolve = ResolveMode::kAuto;
+        // rg's environment is exactly PATH=<path_env>; rg itself is found on it.
+        std::string path_env = "/usr/local/bin:/usr/bin:/bin";
+        // An explicit rg executable (tests); empty: "rg" on path_env.
+        std::string rg_path{};
+    };
+
+    // Opens both roots (O_PATH | O_DIRECTORY). An empty spill_root means the session has no
+    // spill directory: calls on Root::kSpill then fail with kUnavailable.
+    static Result<LocalWorkspace> open(std::string workspace_root, std::string spill_root,
+                                       Options options);
+    static Result<LocalWorkspace> open(std::string workspace_root, std::string spill_root) {
+        return open(std::move(workspace_root), std::move(spill_root), Options{});
+    }
+
+    LocalWorkspace(LocalWorkspace&&) noexcept = default;
+    LocalWorkspace& operator=(LocalWorkspace&&) noexcept = default;
+    LocalWorkspace(const LocalWorkspace&) = delete;
+    LocalWorkspace& operator=(const LocalWorkspace&) = delete;
+    ~LocalWorkspace() override = default;
+
+    [[nodiscard]] std::string root_path(Root root) const override;
+    Result<FileInfo> stat(Root root, const std::string& path) override;
+    Result<ReadData> read(Root root, const std::string& path, uint64_t max_bytes) override;
+    Result<WriteOutcome> write(const WriteRequest& request) override;
+    Status make_dirs(Root root, const std::string& path) override;
+    Result<std::vector<DirEntry>> list(Root root, const std::string& path,
+                                       size_t max_entries) override;
+    // rg with cwd = the root, stdin /dev/null, env PATH only, in its own process group; the
+    // timeout SIGKILLs the group. Output past max_output_bytes is read and dropped.
+    Result<RgOutcome> run_rg(const RgRequest& request) override;
+
+private:
+    struct RootDir {
+        std::string path{};
+        UniqueFd fd{};
+    };
+
+    LocalWorkspace(RootDir workspace, RootDir spill, Options options);
+    Result<int> root_fd(Root root) const;
+    Result<int> writable_root_fd(Root root, std::string_view op, const std::string& path) const;
+    Result<UniqueFd> resolve(Root root, std::string_view op, const std::string& path,
+                             int flags) const;
+    Result<std::string> find_rg() const;
+
+    RootDir workspace_;
+    RootDir spill_;
+    Options options_;
+};
+
+}  // namespace stockade::workspace

@@ -1,0 +1,256 @@
+#include "workspace/remote_workspace.h"
+
+#include <fmt/format.h>
+
+namespace stockade::workspace {
+
+namespace {
+
+using channel::Op;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+    using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+Error invalid_reply(std::string_view why) {
+    return Error{Errc::kInternal, fmt::format("worker sent an invalid reply: {}", why)};
+}
+
+double seconds(std::chrono::milliseconds d) {
+    return static_cast<double>(d.count()) / 1000.0;
+}
+
+// What a reply must satisfy given the request it answers; the structural checks are in
+// decode_reply.
+Status check_reply(const channel::RequestArgs& request, const channel::ReplyValue& value) {
+    if (channel::op_of(value) != channel::op_of(request)) {
+        return invalid_reply("it answers another operation");
+    }
+    return std::visit(
+        Overloaded{
+            [&](const channel::ReadArgs& a) -> Status {
+                const auto& d = std::get<ReadData>(value);
+                if (d.info.type != FileType::kFile) {
+                    return invalid_reply("read returned something other than a regular file");
+                }
+                if (d.bytes.size() > a.max_bytes) {
+                    return invalid_reply(fmt::format("read returned {} bytes, {} were asked for",
+                                                     d.bytes.size(), a.max_bytes));
+                }
+                if (d.truncated && d.bytes.size() != a.max_bytes) {
+                    return invalid_reply("read is marked truncated below max_bytes");
+                }
+                return {};
+            },
+            [&](const WriteRequest& a) -> Status {
+                const auto& w = std::get<WriteOutcome>(value);
+                if (w.info.type != FileType::kFile || w.info.size != a.bytes.size()) {
+                    return invalid_reply(
+                        fmt::format("write reports a file of {} bytes for {} bytes written",
+                                    w.info.size, a.bytes.size()));
+                }
+                return {};
+            },
+            [&](const channel::ListArgs& a) -> Status {
+                const auto& entries = std::get<std::vector<DirEntry>>(value);
+                if (entries.size() > a.max_entries) {
+                    return invalid_reply(fmt::format("list returned {} entries, {} were asked for",
+                                                     entries.size(), a.max_entries));
+                }
+                // Non-decreasing: two ill-formed UTF-8 names can arrive equal (channel.h).
+                for (size_t i = 1; i < entries.size(); ++i) {
+                    if (entries[i].name < entries[i - 1].name) {
+                        return invalid_reply("list entries are not sorted by name");
+                    }
+                }
+                return {};
+            },
+            [&](const RgRequest& a) -> Status {
+                const auto& rg = std::get<RgOutcome>(value);
+                if (rg.out.size() > a.max_output_bytes) {
+                    return invalid_reply(
+                        fmt::format("rg returned {} bytes of output, at most {} "
+                                    "were asked for",
+                                    rg.out.size(), a.max_output_bytes));
+                }
+                if (rg.truncated && rg.out.size() != a.max_output_bytes) {
+                    return invalid_reply("rg output is marked truncated below the cap");
+                }
+                if (rg.timed_out != (rg.exit_code == -1)) {
+                    return invalid_reply("rg exit code -1 and timed_out disagree");
+                }
+                return {};
+            },
+            [](const auto&) -> Status { return {}; },
+        },
+        request);
+}
+
+}  // namespace
+
+RemoteWorkspace::RemoteWorkspace(UniqueFd channel, std::string workspace_root,
+                                 std::string spill_root)
+    : RemoteWorkspace(std::move(channel), std::move(workspace_root), std::move(spill_root),
+                      Options{}) {}
+
+RemoteWorkspace::RemoteWorkspace(UniqueFd channel, std::string workspace_root,
+                                 std::string spill_root, Options options)
+    : workspace_root_(std::move(workspace_root)),
+      spill_root_(std::move(spill_root)),
+      options_(options),
+      fd_(std::move(channel)) {}
+
+bool RemoteWorkspace::broken() const {
+    std::lock_guard lock(mu_);
+    return broken_.has_value();
+}
+
+std::string RemoteWorkspace::root_path(Root root) const {
+    switch (root) {
+        case Root::kWorkspace:
+            return workspace_root_;
+        case Root::kSpill:
+            return spill_root_;
+    }
+    return {};
+}
+
+Error RemoteWorkspace::break_locked(Error error) {
+    if (!broken_) {
+        broken_ = error;
+    }
+    fd_.reset();  // the worker sees EOF; nothing more is read from an untrusted stream
+    return error;
+}
+
+Status RemoteWorkspace::handshake() {
+    auto r = call(channel::HelloArgs{}, options_.call_timeout);
+    if (!r) {
+        return std::move(r).error();
+    }
+    return {};
+}
+
+Result<channel::ReplyValue> RemoteWorkspace::call(const channel::RequestArgs& args,
+                                                  std::chrono::milliseconds timeout) {
+    std::lock_guard lock(mu_);
+    if (broken_) {
+        return Error{Errc::kUnavailable,
+                     fmt::format("the sandbox worker is gone ({})", broken_->message)};
+    }
+    if (!greeted_) {
+        ASSIGN_OR_RETURN(channel::ReplyValue hello,
+                         exchange_locked(channel::HelloArgs{}, options_.call_timeout));
+        (void)hello;
+        greeted_ = true;
+        if (channel::op_of(args) == Op::kHello) {
+            return hello;
+        }
+    }
+    return exchange_locked(args, timeout);
+}
+
+Result<channel::ReplyValue> RemoteWorkspace::exchange_locked(const channel::RequestArgs& args,
+                                                             std::chrono::milliseconds timeout) {
+    const Op op = channel::op_of(args);
+    const uint64_t id = next_id_++;
+    // A request that cannot be encoded (a path with NUL, a write above the frame limit) is the
+    // caller's error: nothing was sent and the channel stays usable.
+    ASSIGN_OR_RETURN(std::string frame, channel::encode_request(channel::Request{id, args}));
+
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    auto lost = [&](const Error& e) {
+        if (e.code == Errc::kDeadlineExceeded) {
+            return break_locked(
+                Error{Errc::kUnavailable, fmt::format("the sandbox worker did not answer \"{}\" "
+                                                      "within {} s",
+                                                      channel::op_name(op), seconds(timeout))});
+        }
+        return break_locked(Error{Errc::kUnavailable,
+                                  fmt::format("the sandbox worker died during \"{}\": {}",
+                                              channel::op_name(op), e.message),
+                                  e.sys_errno});
+    };
+    if (auto sent = channel::send_frame(fd_.get(), frame, {}, deadline); !sent) {
+        return lost(sent.error());
+    }
+    auto received = channel::recv_frame(fd_.get(), deadline);
+    if (!received) {
+        if (received.error().code == Errc::kInvalidArgument) {
+            return break_locked(invalid_reply(received.error().message));
+        }
+        return lost(received.error());
+    }
+    if (!received->has_value()) {
+        return lost(Error{Errc::kUnavailable, "the channel closed"});
+    }
+    if (!(*received)->fds.empty()) {
+        return break_locked(
+            invalid_reply(fmt::format("{} unexpected descriptors", (*received)->fds.size())));
+    }
+    auto reply = channel::decode_reply((*received)->frame, op);
+    if (!reply) {
+        if (reply.error().code == Errc::kFailedPrecondition) {
+            return break_locked(
+                Error{Errc::kFailedPrecondition,
+                      fmt::format("the sandbox worker speaks another channel protocol: {}",
+                                  reply.error().message)});
+        }
+        return break_locked(invalid_reply(reply.error().message));
+    }
+    if (reply->id != id) {
+        return break_locked(invalid_reply(
+            fmt::format("reply id {} answers no request (expected {})", reply->id, id)));
+    }
+    if (!reply->result) {
+        if (reply->result.error().code == Errc::kPolicyDenied) {
+            return break_locked(invalid_reply("the worker claims a policy decision"));
+        }
+        return std::move(reply->result).error();
+    }
+    if (auto checked = check_reply(args, *reply->result); !checked) {
+        return break_locked(std::move(checked).error());
+    }
+    return std::move(*reply->result);
+}
+
+Result<FileInfo> RemoteWorkspace::stat(Root root, const std::string& path) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v,
+                     call(channel::StatArgs{root, path}, options_.call_timeout));
+    return std::get<FileInfo>(std::move(v));
+}
+
+Result<ReadData> RemoteWorkspace::read(Root root, const std::string& path, uint64_t max_bytes) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v,
+                     call(channel::ReadArgs{root, path, max_bytes}, options_.call_timeout));
+    return std::get<ReadData>(std::move(v));
+}
+
+Result<WriteOutcome> RemoteWorkspace::write(const WriteRequest& request) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, options_.call_timeout));
+    return std::get<WriteOutcome>(std::move(v));
+}
+
+Status RemoteWorkspace::make_dirs(Root root, const std::string& path) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v,
+                     call(channel::MkdirsArgs{root, path}, options_.call_timeout));
+    (void)v;
+    return {};
+}
+
+Result<std::vector<DirEntry>> RemoteWorkspace::list(Root root, const std::string& path,
+                                                    size_t max_entries) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v,
+                     call(channel::ListArgs{root, path, max_entries}, options_.call_timeout));
+    return std::get<std::vector<DirEntry>>(std::move(v));
+}
+
+Result<RgOutcome> RemoteWorkspace::run_rg(const RgRequest& request) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, request.timeout + options_.rg_grace));
+    return std::get<RgOutcome>(std::move(v));
+}
+
+}  // namespace stockade::workspace
