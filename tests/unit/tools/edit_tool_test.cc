@@ -1,0 +1,206 @@
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tests/unit/tools/tool_harness.h"
+
+namespace stockade::tools {
+namespace {
+
+using testing::expect_golden;
+using testing::ToolHarness;
+
+std::string numbered(int n) {
+    std::string s;
+    for (int i = 1; i <= n; ++i) {
+        s += "line " + std::to_string(i) + "\n";
+    }
+    return s;
+}
+
+class EditToolTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        h.ws.put("src/engine.ts", numbered(20));
+        ASSERT_FALSE(h.call("read", {{"file_path", "src/engine.ts"}}).is_error);
+    }
+    ToolResult edit(const std::string& old_s, const std::string& new_s, bool replace_all = false,
+                    const std::string& path = "src/engine.ts") {
+        return h.call("edit", {{"file_path", path},
+                               {"old_string", old_s},
+                               {"new_string", new_s},
+                               {"replace_all", replace_all}});
+    }
+    ToolHarness h;
+};
+
+TEST_F(EditToolTest, ExactEditAnswersWithASnippetOfFourLinesAround) {
+    const ToolResult r = edit("line 10\n", "line ten\nline ten and a half\n");
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("edit_success.txt", r.content);
+    EXPECT_EQ(r.metadata["title"], "Edit src/engine.ts \u00b7 +2 \u22121");
+    EXPECT_EQ(r.metadata["strategy"], "exact");
+    EXPECT_EQ(r.metadata["replacements"], 1);
+    EXPECT_EQ(r.metadata["additions"], 2);
+    EXPECT_EQ(r.metadata["deletions"], 1);
+    EXPECT_TRUE(r.metadata["diff"].get<std::string>().starts_with("--- a/src/engine.ts\n+++ b/src/engine.ts\n@@ -7,7 +7,8 @@\n"));
+    EXPECT_EQ(h.events.log.back(), "modified /work/proj/src/engine.ts");
+    EXPECT_EQ(h.events.last["created"], false);
+}
+
+TEST_F(EditToolTest, FuzzyEditNamesTheStrategy) {
+    h.ws.put("src/py.py", "class A:\n    def f(self):\n        return 1\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/py.py"}}).is_error);
+    const ToolResult r = edit("def f(self):\n    return 1", "def f(self):\n    return 2", false, "src/py.py");
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("edit_success_reindented.txt", r.content);
+    EXPECT_EQ(r.metadata["strategy"], "indentation-flexible");
+    EXPECT_EQ(r.metadata["reindented"], true);
+    EXPECT_EQ(h.ws.get("src/py.py"), "class A:\n    def f(self):\n        return 2\n");
+}
+
+TEST_F(EditToolTest, WhitespaceNormalizedPhraseMatchesTheSeed) {
+    h.ws.put("src/c.c", "int  x =  1;\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/c.c"}}).is_error);
+    const ToolResult r = edit("int x = 1;", "int x = 2;", false, "src/c.c");
+    EXPECT_TRUE(r.content.starts_with("Edited /work/proj/src/c.c (1 replacement, matched with whitespace normalization).\n"))
+        << r.content;
+}
+
+TEST_F(EditToolTest, ReplaceAllCountsReplacementsAndShowsTheFirstRegion) {
+    const ToolResult r = edit("line", "row", true);
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("edit_replace_all.txt", r.content);
+    EXPECT_EQ(r.metadata["strategy"], "multi-occurrence");
+    EXPECT_EQ(r.metadata["replacements"], 20);
+}
+
+TEST_F(EditToolTest, NotFoundWithANearMiss) {
+    h.ws.put("src/m.rs", "fn main() {\n    a+b\n}\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/m.rs"}}).is_error);
+    const ToolResult r = edit("fn main() {\n    a + b\n}", "x", false, "src/m.rs");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_not_found_near_miss.txt", r.content);
+}
+
+TEST_F(EditToolTest, NotFoundWithANearMissThatDiffersInText) {
+    h.ws.put("src/b.ts", "const budget = 5;\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/b.ts"}}).is_error);
+    const ToolResult r = edit("\tconst budgt = 5;", "x", false, "src/b.ts");
+    expect_golden("edit_not_found_near_miss_text.txt", r.content);
+}
+
+TEST_F(EditToolTest, NotFoundWithoutANearMiss) {
+    const ToolResult r = edit("nothing like this at all", "x");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_not_found.txt", r.content);
+}
+
+TEST_F(EditToolTest, ReplaceAllWithZeroMatches) {
+    const ToolResult r = edit("nothing like this at all", "x", true);
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_replace_all_not_found.txt", r.content);
+}
+
+TEST_F(EditToolTest, AmbiguousExactMatch) {
+    h.ws.put("src/dup.ts", "a = 1;\nb;\na = 1;\nc;\na = 1;\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/dup.ts"}}).is_error);
+    const ToolResult r = edit("a = 1;", "a = 2;", false, "src/dup.ts");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_ambiguous.txt", r.content);
+    EXPECT_EQ(r.metadata["matches"], 3);
+}
+
+TEST_F(EditToolTest, AmbiguousFuzzyMatch) {
+    h.ws.put("src/dup.ts", "  f();\nx\n\tf();\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/dup.ts"}}).is_error);
+    const ToolResult r = edit("f(); ", "g();", false, "src/dup.ts");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_ambiguous_fuzzy.txt", r.content);
+}
+
+TEST_F(EditToolTest, DisproportionateMatch) {
+    h.ws.put("src/big.ts", "start\n  one\n  " + std::string(2000, 'x') + "\nend\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/big.ts"}}).is_error);
+    const ToolResult r = edit("start\n  one\n  two\nend", "start\nend", false, "src/big.ts");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_disproportionate.txt", r.content);
+}
+
+TEST_F(EditToolTest, IdenticalStrings) {
+    const ToolResult r = edit("line 1\n", "line 1\n");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_identical.txt", r.content);
+}
+
+TEST_F(EditToolTest, EmptyOldString) {
+    const ToolResult r = edit("", "x");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_empty_old_string.txt", r.content);
+}
+
+TEST_F(EditToolTest, NoChange) {
+    h.ws.put("src/n.c", "x  =  1\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/n.c"}}).is_error);
+    const ToolResult r = edit("x = 1", "x  =  1", false, "src/n.c");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_no_change.txt", r.content);
+}
+
+TEST_F(EditToolTest, EditWithoutReadIsRefused) {
+    h.ws.put("src/unread.ts", "a\n");
+    const ToolResult r = edit("a", "b", false, "src/unread.ts");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_not_read.txt", r.content);
+}
+
+TEST_F(EditToolTest, StaleFileIsRefused) {
+    h.ws.put("src/engine.ts", "changed by someone\n");
+    const ToolResult r = edit("line 1\n", "x\n");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_externally_modified.txt", r.content);
+}
+
+TEST_F(EditToolTest, MissingFileSuggestsAndPointsAtWrite) {
+    const ToolResult r = edit("a", "b", false, "src/engnie.ts");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_file_not_found.txt", r.content);
+}
+
+TEST_F(EditToolTest, ConsecutiveEditsNeedNoReRead) {
+    ASSERT_FALSE(edit("line 1\n", "first\n").is_error);
+    const ToolResult r = edit("line 2\n", "second\n");
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(h.ws.get("src/engine.ts").starts_with("first\nsecond\nline 3\n"));
+}
+
+TEST_F(EditToolTest, CrlfFileKeepsItsLineEndings) {
+    h.ws.put("src/win.txt", "a\r\nb\r\nc\r\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/win.txt"}}).is_error);
+    const ToolResult r = edit("b\n", "B\nB2\n", false, "src/win.txt");
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_EQ(h.ws.get("src/win.txt"), "a\r\nB\r\nB2\r\nc\r\n");
+    EXPECT_EQ(r.content.find('\r'), std::string::npos);
+}
+
+TEST_F(EditToolTest, ConcurrentEditsOfOneFileAreSerialised) {
+    h.ws.put("src/counter.txt", "a\nb\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/counter.txt"}}).is_error);
+    ToolContext ctx2 = h.ctx;
+    std::thread t([&] {
+        h.tool("edit").execute({{"file_path", "src/counter.txt"}, {"old_string", "a\n"}, {"new_string", "A\n"}}, ctx2);
+    });
+    h.tool("edit").execute({{"file_path", "src/counter.txt"}, {"old_string", "b\n"}, {"new_string", "B\n"}}, h.ctx);
+    t.join();
+    // Both land: each edit re-checks the stamp under the lock and sees the other's write as its own.
+    EXPECT_EQ(h.ws.get("src/counter.txt"), "A\nB\n");
+}
+
+TEST_F(EditToolTest, DirectoryIsRefused) {
+    const ToolResult r = edit("a", "b", false, "src");
+    EXPECT_TRUE(r.is_error);
+    EXPECT_EQ(r.content, "/work/proj/src is a directory; edit changes one file. Give the path of a file inside it.");
+}
+
+}  // namespace
+}  // namespace stockade::tools

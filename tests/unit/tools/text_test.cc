@@ -1,0 +1,155 @@
+#include "tools/text.h"
+
+#include <gtest/gtest.h>
+
+namespace stockade::tools {
+namespace {
+
+TEST(TextTest, Utf8PrefixNeverCutsACodePoint) {
+    const std::string s = "ab\u00e9\u20ac";  // a b é(2) €(3)
+    EXPECT_EQ(utf8_prefix(s, 3), "ab");
+    EXPECT_EQ(utf8_prefix(s, 4), "ab\u00e9");
+    EXPECT_EQ(utf8_prefix(s, 6), "ab\u00e9");
+    EXPECT_EQ(utf8_prefix(s, 7), s);
+    EXPECT_EQ(utf8_suffix(s, 2), "");
+    EXPECT_EQ(utf8_suffix(s, 3), "\u20ac");
+}
+
+TEST(TextTest, SanitizeReplacesInvalidSequences) {
+    EXPECT_TRUE(is_valid_utf8("h\u00e9"));
+    EXPECT_FALSE(is_valid_utf8("h\xE9"));
+    EXPECT_EQ(sanitize_utf8("h\xE9!"), "h\uFFFD!");
+    EXPECT_FALSE(is_valid_utf8("\xC0\x80"));      // overlong NUL
+    EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));  // surrogate
+}
+
+TEST(TextTest, TruncateCharsCountsCodePoints) {
+    bool cut = false;
+    EXPECT_EQ(truncate_chars("\u00e9\u00e9\u00e9", 2, "\u2026", &cut), "\u00e9\u00e9\u2026");
+    EXPECT_TRUE(cut);
+    EXPECT_EQ(truncate_chars("abc", 3, "\u2026", &cut), "abc");
+    EXPECT_FALSE(cut);
+}
+
+TEST(TextTest, SplitLinesTreatsAFinalNewlineAsAnEnd) {
+    EXPECT_EQ(split_lines("a\nb\n"), (std::vector<std::string_view>{"a", "b"}));
+    EXPECT_EQ(split_lines("a\nb"), (std::vector<std::string_view>{"a", "b"}));
+    EXPECT_EQ(split_lines("a\n\n"), (std::vector<std::string_view>{"a", ""}));
+    EXPECT_TRUE(split_lines("").empty());
+    EXPECT_EQ(count_lines("a\nb\n"), 2U);
+    EXPECT_EQ(count_lines("a"), 1U);
+    EXPECT_EQ(count_lines(""), 0U);
+    EXPECT_EQ(count_lines("\n"), 1U);
+}
+
+TEST(TextTest, ShapeDetectionAndRoundTrip) {
+    const std::string crlf = "\xEF\xBB\xBF" "a\r\nb\r\n";
+    const TextShape shape = detect_shape(crlf);
+    EXPECT_TRUE(shape.bom);
+    EXPECT_TRUE(shape.crlf);
+    EXPECT_FALSE(shape.mixed);
+    const std::string norm = normalize_text(crlf, shape);
+    EXPECT_EQ(norm, "a\nb\n");
+    EXPECT_EQ(restore_shape(norm, shape), crlf);
+
+    const TextShape mixed = detect_shape("a\r\nb\n");
+    EXPECT_FALSE(mixed.crlf);
+    EXPECT_TRUE(mixed.mixed);
+    EXPECT_EQ(normalize_text("a\r\nb\n", mixed), "a\r\nb\n");
+    // A lone CR inside a CRLF file survives the round trip.
+    const std::string cr = "x\r\r\ny\r\n";
+    EXPECT_EQ(restore_shape(normalize_text(cr, detect_shape(cr)), detect_shape(cr)), cr);
+}
+
+TEST(TextTest, NumberLineUsesSixColumnsAndAnArrow) {
+    EXPECT_EQ(number_line(1, "/**"), "     1\u2192/**");
+    EXPECT_EQ(number_line(2000, "}"), "  2000\u2192}");
+    EXPECT_EQ(number_line(1234567, "x"), "1234567\u2192x");
+    EXPECT_EQ(number_lines({"a", "b"}, 141), "   141\u2192a\n   142\u2192b");
+}
+
+TEST(TextTest, HumanCountsAndSizes) {
+    EXPECT_EQ(with_thousands(0), "0");
+    EXPECT_EQ(with_thousands(1842), "1,842");
+    EXPECT_EQ(with_thousands(1234567), "1,234,567");
+    EXPECT_EQ(count_of(1, "line", "lines"), "1 line");
+    EXPECT_EQ(count_of(2000, "line", "lines"), "2,000 lines");
+    EXPECT_EQ(format_size(1), "1 byte");
+    EXPECT_EQ(format_size(512), "512 bytes");
+    EXPECT_EQ(format_size(12 * 1024 + 400), "12 KB");
+    EXPECT_EQ(format_size(58 * 1024), "58 KB");
+    EXPECT_EQ(format_size(1536), "1.5 KB");
+    EXPECT_EQ(format_size(10ULL << 20), "10 MB");
+}
+
+TEST(TextTest, QuoteEscapesLikeACLiteral) {
+    EXPECT_EQ(quote("\tconst budget ="), "\"\\tconst budget =\"");
+    EXPECT_EQ(quote("say \"hi\"\\"), "\"say \\\"hi\\\"\\\\\"");
+    EXPECT_EQ(quote("abcdef", 3), "\"abc\u2026\"");
+    EXPECT_EQ(quote(std::string("\x01", 1)), "\"\\x01\"");
+}
+
+TEST(TextTest, OmissionMarkerMatchesTheSeed) {
+    EXPECT_EQ(omission_marker(1842, 58 * 1024, "/s/bash-toolu_9.txt"),
+              "[... 1,842 lines omitted (58 KB). Full output: /s/bash-toolu_9.txt \u2014 read or grep "
+              "that file for the rest.]");
+    EXPECT_EQ(omission_marker(1, 10, ""), "[... 1 line omitted (10 bytes).]");
+}
+
+std::string numbered(int n) {
+    std::string s;
+    for (int i = 1; i <= n; ++i) {
+        s += "line " + std::to_string(i) + "\n";
+    }
+    return s;
+}
+
+TEST(TextTest, MiddleOutKeepsExactHeadAndTailLines) {
+    const std::string text = numbered(1000);
+    const TruncateLimits limits{.max_lines = 400, .max_bytes = 30 * 1024, .head_lines = 250, .tail_lines = 150};
+    ASSERT_TRUE(exceeds(text, limits));
+    const Truncated t = truncate_middle_out(text, limits, "/spill/x.txt");
+    EXPECT_EQ(t.info.original_lines, 1000U);
+    EXPECT_EQ(t.info.original_bytes, text.size());
+    EXPECT_EQ(t.info.shown_head_lines, 250U);
+    EXPECT_EQ(t.info.shown_tail_lines, 150U);
+    EXPECT_EQ(t.info.omitted_lines, 600U);
+    const std::vector<std::string_view> lines = split_lines(t.text);
+    ASSERT_EQ(lines.size(), 401U);
+    EXPECT_EQ(lines[249], "line 250");
+    EXPECT_TRUE(lines[250].starts_with("[... 600 lines omitted ("));
+    EXPECT_TRUE(lines[250].ends_with("Full output: /spill/x.txt \u2014 read or grep that file for the rest.]"));
+    EXPECT_EQ(lines[251], "line 851");
+    EXPECT_EQ(lines[400], "line 1000");
+    EXPECT_EQ(t.info.to_json()["spill_path"], "/spill/x.txt");
+}
+
+TEST(TextTest, MiddleOutHonoursTheByteLimit) {
+    const std::string text = numbered(300);  // fewer lines than the limit, too many bytes
+    const TruncateLimits limits{.max_lines = 400, .max_bytes = 1024, .head_lines = 250, .tail_lines = 150};
+    const Truncated t = truncate_middle_out(text, limits, "");
+    EXPECT_LE(t.text.size(), 1024U);
+    EXPECT_TRUE(t.text.starts_with("line 1\n"));
+    EXPECT_TRUE(t.text.ends_with("line 300\n"));
+    EXPECT_EQ(t.info.shown_head_lines + t.info.shown_tail_lines + t.info.omitted_lines, 300U);
+}
+
+TEST(TextTest, MiddleOutCutsASingleHugeLineAtACodePoint) {
+    std::string text;
+    for (int i = 0; i < 50000; ++i) {
+        text += "\u00e9";
+    }
+    const TruncateLimits limits{.max_lines = 10, .max_bytes = 1000, .head_lines = 6, .tail_lines = 4};
+    const Truncated t = truncate_middle_out(text, limits, "");
+    EXPECT_LE(t.text.size(), 1000U);
+    EXPECT_TRUE(is_valid_utf8(t.text));
+    EXPECT_NE(t.text.find("[... 1 line omitted"), std::string::npos);
+}
+
+TEST(TextTest, MiddleOutLeavesShortTextAlone) {
+    const TruncateLimits limits{.max_lines = 10, .max_bytes = 1000, .head_lines = 6, .tail_lines = 4};
+    EXPECT_EQ(truncate_middle_out("a\nb\n", limits, "").text, "a\nb\n");
+}
+
+}  // namespace
+}  // namespace stockade::tools

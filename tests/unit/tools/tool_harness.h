@@ -1,0 +1,403 @@
+// Test support for the file tools: a Workspace over two mkdtemp directories (the workspace and
+// the spill directory) that shows them to the tools at fixed paths (/work/proj and
+// /state/tool-output/s1, so outputs are stable for golden files) and runs the real `rg` with
+// cwd = the root; a spill store and an event recorder; and golden-file comparison.
+//
+// Header-only: every tests/unit/tools/*_test.cc is its own binary.
+#pragma once
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tools/file_locks.h"
+#include "tools/file_stamps.h"
+#include "tools/tool.h"
+#include "workspace/workspace.h"
+
+extern char** environ;
+
+namespace stockade::tools::testing {
+
+inline constexpr const char* kWorkspaceDisplay = "/work/proj";
+inline constexpr const char* kSpillDisplay = "/state/tool-output/s1";
+
+inline std::string make_temp_dir(const char* tag) {
+    std::string tmpl = std::filesystem::temp_directory_path().string() + "/stockade-" + tag + "-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr) {
+        ADD_FAILURE() << "mkdtemp failed";
+        return {};
+    }
+    return std::string(buf.data());
+}
+
+inline workspace::FileInfo info_of(const struct stat& st) {
+    workspace::FileInfo info;
+    if (S_ISREG(st.st_mode)) {
+        info.type = workspace::FileType::kFile;
+    } else if (S_ISDIR(st.st_mode)) {
+        info.type = workspace::FileType::kDirectory;
+    } else if (S_ISLNK(st.st_mode)) {
+        info.type = workspace::FileType::kSymlink;
+    } else {
+        info.type = workspace::FileType::kOther;
+    }
+    info.size = static_cast<uint64_t>(st.st_size);
+    info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+    info.mode = st.st_mode & 07777U;
+    return info;
+}
+
+class TempWorkspace final : public workspace::Workspace {
+public:
+    TempWorkspace() : ws_dir_(make_temp_dir("ws")), spill_dir_(make_temp_dir("spill")) {}
+    ~TempWorkspace() override {
+        std::error_code ec;
+        std::filesystem::remove_all(ws_dir_, ec);
+        std::filesystem::remove_all(spill_dir_, ec);
+    }
+    TempWorkspace(const TempWorkspace&) = delete;
+    TempWorkspace& operator=(const TempWorkspace&) = delete;
+
+    [[nodiscard]] std::string root_path(workspace::Root root) const override {
+        return root == workspace::Root::kWorkspace ? kWorkspaceDisplay : kSpillDisplay;
+    }
+    [[nodiscard]] std::string real(workspace::Root root, const std::string& rel) const {
+        const std::string& base = root == workspace::Root::kWorkspace ? ws_dir_ : spill_dir_;
+        return rel.empty() ? base : base + "/" + rel;
+    }
+
+    Result<workspace::FileInfo> stat(workspace::Root root, const std::string& path) override {
+        ++stat_calls;
+        struct stat st {};
+        if (::stat(real(root, path).c_str(), &st) != 0) {
+            return errno_error("stat", errno);
+        }
+        return info_of(st);
+    }
+
+    Result<workspace::ReadData> read(workspace::Root root, const std::string& path,
+                                     uint64_t max_bytes) override {
+        std::ifstream in(real(root, path), std::ios::binary);
+        if (!in) {
+            return errno_error("open", errno == 0 ? ENOENT : errno);
+        }
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        workspace::ReadData data;
+        ASSIGN_OR_RETURN(data.info, stat(root, path));
+        if (bytes.size() > max_bytes) {
+            bytes.resize(max_bytes);
+            data.truncated = true;
+        }
+        data.bytes = std::move(bytes);
+        return data;
+    }
+
+    Result<workspace::WriteOutcome> write(const workspace::WriteRequest& req) override {
+        ++write_calls;
+        if (req.root == workspace::Root::kSpill) {
+            return Error{Errc::kPermissionDenied, "spill is read-only", EROFS};
+        }
+        const std::string target = real(req.root, req.path);
+        const std::filesystem::path parent = std::filesystem::path(target).parent_path();
+        if (req.make_parents) {
+            std::error_code ec;
+            std::filesystem::create_directories(parent, ec);
+        }
+        workspace::WriteOutcome out;
+        struct stat st {};
+        uint32_t mode = req.mode.value_or(0644);
+        if (::stat(target.c_str(), &st) == 0) {
+            mode = st.st_mode & 07777U;
+        } else {
+            out.created = true;
+        }
+        const std::string tmp = target + ".stockade-tmp";
+        {
+            std::ofstream o(tmp, std::ios::binary | std::ios::trunc);
+            if (!o) {
+                return errno_error("open temp", errno == 0 ? EACCES : errno);
+            }
+            o << req.bytes;
+        }
+        ::chmod(tmp.c_str(), mode);
+        if (::rename(tmp.c_str(), target.c_str()) != 0) {
+            return errno_error("rename", errno);
+        }
+        ASSIGN_OR_RETURN(out.info, stat(req.root, req.path));
+        return out;
+    }
+
+    Status make_dirs(workspace::Root root, const std::string& path) override {
+        std::error_code ec;
+        std::filesystem::create_directories(real(root, path), ec);
+        if (ec) {
+            return errno_error("mkdir", ec.value());
+        }
+        return {};
+    }
+
+    Result<std::vector<workspace::DirEntry>> list(workspace::Root root, const std::string& path,
+                                                  size_t max_entries) override {
+        DIR* d = ::opendir(real(root, path).c_str());
+        if (d == nullptr) {
+            return errno_error("opendir", errno);
+        }
+        std::vector<workspace::DirEntry> entries;
+        while (dirent* e = ::readdir(d)) {
+            const std::string name = e->d_name;
+            if (name == "." || name == "..") {
+                continue;
+            }
+            struct stat st {};
+            const std::string rel = path.empty() ? name : path + "/" + name;
+            if (::lstat(real(root, rel).c_str(), &st) != 0) {
+                continue;
+            }
+            const workspace::FileInfo info = info_of(st);
+            entries.push_back({name, info.type, info.size, info.mtime_ns});
+        }
+        ::closedir(d);
+        std::sort(entries.begin(), entries.end(),
+                  [](const auto& a, const auto& b) { return a.name < b.name; });
+        if (entries.size() > max_entries) {
+            entries.resize(max_entries);
+        }
+        return entries;
+    }
+
+    Result<workspace::RgOutcome> run_rg(const workspace::RgRequest& req) override {
+        ++rg_calls;
+        last_rg_args = req.args;
+        std::vector<std::string> argv_s = {"rg"};
+        argv_s.insert(argv_s.end(), req.args.begin(), req.args.end());
+        std::vector<char*> argv;
+        for (std::string& a : argv_s) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+        int out_pipe[2];
+        int err_pipe[2];
+        if (::pipe2(out_pipe, O_CLOEXEC) != 0 || ::pipe2(err_pipe, O_CLOEXEC) != 0) {
+            return errno_error("pipe", errno);
+        }
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+        posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addchdir_np(&fa, real(req.root, "").c_str());
+        pid_t pid = 0;
+        const int rc = ::posix_spawnp(&pid, "rg", &fa, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&fa);
+        ::close(out_pipe[1]);
+        ::close(err_pipe[1]);
+        if (rc != 0) {
+            ::close(out_pipe[0]);
+            ::close(err_pipe[0]);
+            return errno_error("spawn rg", rc);
+        }
+        workspace::RgOutcome out;
+        std::string* sinks[2] = {&out.out, &out.err};
+        pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+        int open_fds = 2;
+        char buf[65536];
+        while (open_fds > 0) {
+            if (::poll(fds, 2, 10'000) <= 0) {
+                break;
+            }
+            for (int i = 0; i < 2; ++i) {
+                if (fds[i].fd < 0 || fds[i].revents == 0) {
+                    continue;
+                }
+                const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+                if (n <= 0) {
+                    ::close(fds[i].fd);
+                    fds[i].fd = -1;
+                    --open_fds;
+                    continue;
+                }
+                sinks[i]->append(buf, static_cast<size_t>(n));
+            }
+        }
+        for (pollfd& p : fds) {
+            if (p.fd >= 0) {
+                ::close(p.fd);
+            }
+        }
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (out.out.size() > req.max_output_bytes) {
+            out.out.resize(req.max_output_bytes);
+            out.truncated = true;
+        }
+        return out;
+    }
+
+    // ---- Test helpers ----------------------------------------------------------------------
+
+    // Writes a file (creating directories); mtime in whole seconds when given.
+    void put(const std::string& rel, const std::string& bytes, int64_t mtime_s = 0,
+             workspace::Root root = workspace::Root::kWorkspace) {
+        const std::string target = real(root, rel);
+        std::filesystem::create_directories(std::filesystem::path(target).parent_path());
+        std::ofstream(target, std::ios::binary | std::ios::trunc) << bytes;
+        if (mtime_s != 0) {
+            set_mtime(rel, mtime_s, root);
+        }
+    }
+    void set_mtime(const std::string& rel, int64_t mtime_s,
+                   workspace::Root root = workspace::Root::kWorkspace) {
+        const timespec times[2] = {{mtime_s, 0}, {mtime_s, 0}};
+        ::utimensat(AT_FDCWD, real(root, rel).c_str(), times, 0);
+    }
+    void mkdir(const std::string& rel) {
+        std::filesystem::create_directories(real(workspace::Root::kWorkspace, rel));
+    }
+    [[nodiscard]] std::string get(const std::string& rel,
+                                  workspace::Root root = workspace::Root::kWorkspace) const {
+        std::ifstream in(real(root, rel), std::ios::binary);
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+    [[nodiscard]] bool exists(const std::string& rel) const {
+        return std::filesystem::exists(real(workspace::Root::kWorkspace, rel));
+    }
+
+    int stat_calls = 0;
+    int write_calls = 0;
+    int rg_calls = 0;
+    std::vector<std::string> last_rg_args;
+
+private:
+    std::string ws_dir_;
+    std::string spill_dir_;
+};
+
+// Spills into the fake's spill directory as <tool>-<call>.txt.
+class TempSpill final : public SpillStore {
+public:
+    explicit TempSpill(TempWorkspace& ws) : ws_(ws) {}
+    Result<std::string> spill(std::string_view tool, std::string_view call_id,
+                              std::string_view content) override {
+        const std::string name = std::string(tool) + "-" + std::string(call_id) + ".txt";
+        ws_.put(name, std::string(content), 0, workspace::Root::kSpill);
+        return std::string(kSpillDisplay) + "/" + name;
+    }
+
+private:
+    TempWorkspace& ws_;
+};
+
+class RecordingEvents final : public ToolEvents {
+public:
+    void file_read(const std::string& path, const std::string& sha256, uint64_t size,
+                   int64_t mtime_ns) override {
+        log.push_back("read " + path);
+        last = {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}};
+    }
+    void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
+                       int64_t mtime_ns, int additions, int deletions, bool created) override {
+        log.push_back("modified " + path);
+        last = {{"path", path},           {"sha256", sha256},       {"size", size},
+                {"mtime_ns", mtime_ns},   {"additions", additions}, {"deletions", deletions},
+                {"created", created}};
+    }
+    std::vector<std::string> log;
+    nlohmann::json last;
+};
+
+// One session: the fake workspace, stamps, locks, spill, events, and the five tools.
+class ToolHarness {
+public:
+    ToolHarness() : spill_(ws) {
+        for (auto& t : make_file_tools()) {
+            tools_[std::string(t->name())] = std::move(t);
+        }
+        ctx.session_id = "s1";
+        ctx.call_id = "call1";
+        ctx.ws = &ws;
+        ctx.stamps = &stamps;
+        ctx.locks = &locks;
+        ctx.spill = &spill_;
+        ctx.events = &events;
+    }
+
+    // validate → execute → backstop, as the executor does.
+    ToolResult call(const std::string& tool, const nlohmann::json& args) {
+        Tool& t = *tools_.at(tool);
+        if (Status s = validate_arguments(t, args); !s) {
+            ToolResult r;
+            r.content = s.error().message;
+            r.is_error = true;
+            return r;
+        }
+        ToolResult r = t.execute(args, ctx);
+        apply_backstop(r, ctx, tool);
+        return r;
+    }
+    Tool& tool(const std::string& name) { return *tools_.at(name); }
+
+    TempWorkspace ws;
+    FileStamps stamps;
+    FileLocks locks;
+    RecordingEvents events;
+    ToolContext ctx;
+
+private:
+    TempSpill spill_;
+    std::map<std::string, std::unique_ptr<Tool>> tools_;
+};
+
+// ---- Golden files ------------------------------------------------------------------------
+
+inline std::filesystem::path source_root() {
+    // This header is tests/unit/tools/tool_harness.h.
+    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
+}
+
+inline std::filesystem::path golden_dir() {
+    return source_root() / "tests" / "golden" / "tools";
+}
+
+inline std::string read_text(const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Compares `actual` (plus a final newline) with tests/golden/tools/<name>, whole.
+// STOCKADE_UPDATE_GOLDEN=1 rewrites the file instead.
+inline void expect_golden(const std::string& name, const std::string& actual) {
+    const std::filesystem::path p = golden_dir() / name;
+    const std::string want = actual + "\n";
+    if (const char* update = std::getenv("STOCKADE_UPDATE_GOLDEN"); update != nullptr && *update == '1') {
+        std::filesystem::create_directories(p.parent_path());
+        std::ofstream(p, std::ios::binary | std::ios::trunc) << want;
+        return;
+    }
+    ASSERT_TRUE(std::filesystem::exists(p)) << "missing golden file " << p
+                                            << " (run with STOCKADE_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(read_text(p), want) << "golden file " << p;
+}
+
+}  // namespace stockade::tools::testing

@@ -1,0 +1,321 @@
+// edit (TOOL_PROTOCOL §4): replace old_string with new_string in one file through the edit
+// cascade, under the file's lock, after the read-before-edit and external-modification checks;
+// answers with a numbered snippet of the edited region (±4 lines) so the model can verify.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "tools/diff.h"
+#include "tools/edit_cascade.h"
+#include "tools/file_locks.h"
+#include "tools/file_stamps.h"
+#include "tools/file_tools.h"
+#include "tools/text.h"
+#include "tools/tool_support.h"
+
+namespace stockade::tools {
+namespace {
+
+constexpr size_t kSnippetContext = 4;
+constexpr size_t kMaxSnippetLines = 60;
+constexpr size_t kMaxLineChars = 2000;
+constexpr size_t kMaxListedLines = 10;
+
+constexpr std::string_view kDescription =
+    "Replace an exact string in a file. Provide the text to find in old_string and its "
+    "replacement in new_string. old_string must uniquely identify one location: include 3\u20135 "
+    "lines of surrounding context exactly as it appears in the file, including whitespace and "
+    "indentation. If old_string matches multiple locations the edit fails and reports the line "
+    "numbers \u2014 add more context and retry, or set replace_all to true to change every exact "
+    "occurrence (useful for renames). The tool tolerates minor whitespace drift but will refuse "
+    "ambiguous or disproportionate fuzzy matches. You must read the file during this session "
+    "before editing it. On success you get a snippet of the edited region \u2014 review it "
+    "instead of re-reading the file.";
+
+// How a loose strategy matched, for the ambiguity sentence.
+std::string_view loose_match_phrase(Strategy s) {
+    switch (s) {
+        case Strategy::kExact:
+        case Strategy::kMultiOccurrence: return "";
+        case Strategy::kLineTrimmed:
+        case Strategy::kIndentationFlexible: return "when lines are compared trimmed";
+        case Strategy::kWhitespaceNormalized: return "when whitespace is normalized";
+        case Strategy::kEscapeNormalized: return "once its escape sequences are unescaped";
+        case Strategy::kTrimmedBoundary: return "once its surrounding whitespace is trimmed";
+        case Strategy::kBlockAnchor: return "by its first and last lines";
+        case Strategy::kContextAware: return "by its context lines";
+    }
+    return "";
+}
+
+std::string line_list(const std::vector<size_t>& lines) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < lines.size() && i < kMaxListedLines; ++i) {
+        parts.push_back(std::to_string(lines[i]));
+    }
+    std::string s = fmt::format("{} {}", lines.size() == 1 ? "line" : "lines", fmt::join(parts, ", "));
+    if (lines.size() > kMaxListedLines) {
+        s += fmt::format(", \u2026 ({} more)", lines.size() - kMaxListedLines);
+    }
+    return s;
+}
+
+std::string line_range(size_t first, size_t last) {
+    return first == last ? fmt::format("line {}", first) : fmt::format("lines {}\u2013{}", first, last);
+}
+
+std::string failure_message(const EditFailure& f, std::string_view display, bool replace_all) {
+    switch (f.kind) {
+        case EditFailureKind::kEmptyOldString:
+            return "No replacement was performed: old_string is empty. To replace the whole file, "
+                   "use the write tool; to change part of it, put the exact text to replace, with "
+                   "a few lines of context, in old_string.";
+        case EditFailureKind::kIdentical:
+            return "old_string and new_string are identical \u2014 there is nothing to change.";
+        case EditFailureKind::kNotFound: {
+            std::string msg = fmt::format(
+                "No replacement was performed: old_string was not found in {}.\n", display);
+            if (f.near_miss) {
+                const NearMiss& m = *f.near_miss;
+                msg += fmt::format(
+                    "Closest near-miss is at {} (differs {}on line {}: expected {}, file has {}). "
+                    "Read that region and provide old_string exactly as it appears in the file.",
+                    line_range(m.first_line, m.last_line), m.whitespace_only ? "in whitespace " : "",
+                    m.line, quote(m.expected), quote(m.actual));
+            } else {
+                msg += "Read the file to see its current content, then provide old_string exactly "
+                       "as it appears in the file.";
+            }
+            if (replace_all) {
+                msg += " With replace_all, old_string must match exactly.";
+            }
+            return msg;
+        }
+        case EditFailureKind::kAmbiguous: {
+            if (f.strategy == Strategy::kExact) {
+                return fmt::format(
+                    "No replacement was performed: old_string matches {} locations in {} ({}). Add "
+                    "more surrounding lines to old_string so it uniquely identifies one location, "
+                    "or set replace_all to true to change all {}.",
+                    f.locations, display, line_list(f.lines), f.locations);
+            }
+            return fmt::format(
+                "No replacement was performed: old_string is not in {} exactly, and it matches {} "
+                "locations {} ({}). Add more surrounding lines to old_string, copied exactly as "
+                "they appear in the file, so it uniquely identifies one location.",
+                display, f.locations, loose_match_phrase(f.strategy), line_list(f.lines));
+        }
+        case EditFailureKind::kDisproportionate:
+            return fmt::format(
+                "No replacement was performed: the closest match for old_string in {} ({}) is {} "
+                "characters long, far more than old_string's {}, so it cannot be trusted. Re-read "
+                "that region and provide its full exact text in old_string.",
+                display, line_range(f.first_line, f.last_line), with_thousands(f.candidate_chars),
+                with_thousands(f.old_chars));
+        case EditFailureKind::kNoChange:
+            return fmt::format(
+                "No replacement was performed: the text matched in {} ({}, {}) already reads "
+                "exactly as new_string, so there is nothing to change. Check that new_string "
+                "holds the change you intended.",
+                display, line_range(f.first_line, f.last_line), strategy_phrase(f.strategy));
+    }
+    return "No replacement was performed.";
+}
+
+std::string snippet(const std::string& bytes, size_t first_line, size_t last_line) {
+    const std::string text = normalize_text(bytes, detect_shape(bytes));
+    const std::vector<std::string_view> lines = split_lines(text);
+    if (lines.empty()) {
+        return "The file is now empty.";
+    }
+    const size_t from = first_line > kSnippetContext ? first_line - kSnippetContext : 1;
+    const size_t region_end = std::min(last_line + kSnippetContext, lines.size());
+    const size_t to = std::min(region_end, from + kMaxSnippetLines - 1);
+    std::string out = fmt::format("Snippet of the edited region ({}):", line_range(from, to));
+    for (size_t n = from; n <= to; ++n) {
+        std::string_view line = lines[n - 1];
+        if (line.ends_with('\r')) {
+            line.remove_suffix(1);
+        }
+        out += '\n';
+        out += number_line(n, truncate_chars(sanitize_utf8(line), kMaxLineChars,
+                                             "\u2026 [line truncated]"));
+    }
+    if (to < region_end) {
+        out += fmt::format("\n(Snippet cut at {} lines; the edited region continues to line {}. "
+                           "Read the file to review the rest.)",
+                           kMaxSnippetLines, std::min(last_line, lines.size()));
+    }
+    return out;
+}
+
+class EditTool final : public Tool {
+public:
+    [[nodiscard]] std::string_view name() const override { return "edit"; }
+    [[nodiscard]] std::string_view title() const override { return "Edit file"; }
+    [[nodiscard]] std::string_view description() const override { return kDescription; }
+    [[nodiscard]] nlohmann::json input_schema() const override {
+        return {
+            {"type", "object"},
+            {"properties",
+             {
+                 {"file_path",
+                  {{"type", "string"},
+                   {"description", "Path of the file to edit (absolute preferred)."}}},
+                 {"old_string",
+                  {{"type", "string"},
+                   {"description",
+                    "The exact existing text to replace, with enough surrounding context to be "
+                    "unique in the file."}}},
+                 {"new_string",
+                  {{"type", "string"},
+                   {"description", "The replacement text. Must differ from old_string."}}},
+                 {"replace_all",
+                  {{"type", "boolean"},
+                   {"description",
+                    "Replace every exact occurrence of old_string instead of requiring "
+                    "uniqueness. Default false."}}},
+             }},
+            {"required", {"file_path", "old_string", "new_string"}},
+            {"additionalProperties", false},
+        };
+    }
+    [[nodiscard]] ToolAnnotations annotations() const override {
+        return {.read_only = false, .destructive = true, .idempotent = false, .open_world = false};
+    }
+
+    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
+        const Stopwatch clock;
+        ToolResult r = run(args, ctx);
+        r.metadata["duration_ms"] = clock.ms();
+        return r;
+    }
+
+private:
+    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
+        if (!resolved) {
+            return error_result(resolved.error().message);
+        }
+        const workspace::ResolvedPath& path = *resolved;
+        if (path.root == workspace::Root::kSpill) {
+            return error_result(read_only_spill_message(ctx, path));
+        }
+        if (ctx.stamps == nullptr || ctx.locks == nullptr) {
+            return error_result("edit is not available in this session (no file registry).");
+        }
+        const std::string old_string = arg_string(args, "old_string");
+        const std::string new_string = arg_string(args, "new_string");
+        const bool replace_all = opt_bool(args, "replace_all", false);
+
+        const FileLocks::Guard guard = ctx.locks->lock(path.display);
+        Result<workspace::FileInfo> info = ctx.ws->stat(path.root, path.relative);
+        if (!info) {
+            if (info.error().code == Errc::kNotFound) {
+                return error_result(not_found_message(ctx, path, "File",
+                                                      "To create a new file, use the write tool."));
+            }
+            return error_result(io_failure("read", path.display, info.error()));
+        }
+        if (info->type == workspace::FileType::kDirectory) {
+            return error_result(fmt::format(
+                "{} is a directory; edit changes one file. Give the path of a file inside it.",
+                path.display));
+        }
+        if (old_string.empty()) {
+            return error_result(failure_message({.kind = EditFailureKind::kEmptyOldString},
+                                                path.display, replace_all));
+        }
+        if (old_string == new_string) {
+            return error_result(
+                failure_message({.kind = EditFailureKind::kIdentical}, path.display, replace_all));
+        }
+        const std::optional<FileStamp> known = ctx.stamps->get(path.display);
+        if (!known) {
+            return error_result(fmt::format(
+                "Refusing to edit {}: you have not read this file in this session. Read it first "
+                "so you do not destroy existing content, then write or edit it.",
+                path.display));
+        }
+        Result<workspace::ReadData> current = ctx.ws->read(path.root, path.relative, known->size + 1);
+        if (!current) {
+            return error_result(io_failure("read", path.display, current.error()));
+        }
+        if (current->truncated ||
+            ctx.stamps->check(path.display, current->bytes) != Freshness::kClean) {
+            return error_result(fmt::format(
+                "Refusing to edit {}: the file changed on disk after you last read it (content "
+                "hash mismatch). Someone else may be editing it. Re-read the file and reapply "
+                "your change.",
+                path.display));
+        }
+
+        EditOutcome outcome = apply_edit({.file = current->bytes,
+                                          .old_string = old_string,
+                                          .new_string = new_string,
+                                          .replace_all = replace_all});
+        if (const auto* failure = std::get_if<EditFailure>(&outcome)) {
+            nlohmann::json meta = {{"path", path.display}};
+            if (failure->kind == EditFailureKind::kAmbiguous) {
+                meta["matches"] = failure->locations;
+            }
+            return error_result(failure_message(*failure, path.display, replace_all), meta);
+        }
+        auto& applied = std::get<EditApplied>(outcome);
+        if (ctx.cancel.stop_requested()) {
+            return error_result(std::string(kCancelledText));
+        }
+
+        const DiffResult diff = unified_diff(current->bytes, applied.content, path.relative);
+        workspace::WriteRequest req;
+        req.root = path.root;
+        req.path = path.relative;
+        req.bytes = applied.content;
+        req.make_parents = false;
+        Result<workspace::WriteOutcome> written = ctx.ws->write(req);
+        if (!written) {
+            return error_result(io_failure("write", path.display, written.error()));
+        }
+        const FileStamp s = ctx.stamps->stamp(path.display, applied.content, written->info.mtime_ns);
+        if (ctx.events != nullptr) {
+            ctx.events->file_modified(path.display, s.sha256, s.size, s.mtime_ns, diff.additions,
+                                      diff.deletions, false);
+        }
+
+        std::string how;
+        if (applied.strategy == Strategy::kMultiOccurrence) {
+            how = count_of(applied.replacements, "replacement", "replacements");
+        } else {
+            how = fmt::format("{}, {}", count_of(applied.replacements, "replacement", "replacements"),
+                              strategy_phrase(applied.strategy));
+            if (applied.reindented) {
+                how += "; new_string re-indented to the file's depth";
+            }
+        }
+        ToolResult r;
+        r.content = fmt::format(
+            "Edited {} ({}).\n{}\nReview the changes. Edit the file again if the result is not "
+            "what you intended.",
+            path.display, how, snippet(applied.content, applied.new_first_line, applied.new_last_line));
+        r.metadata = {
+            {"title", fmt::format("Edit {} \u00b7 +{} \u2212{}", short_path(path), diff.additions,
+                                  diff.deletions)},
+            {"path", path.display},
+            {"diff", diff.text},
+            {"additions", diff.additions},
+            {"deletions", diff.deletions},
+            {"strategy", strategy_name(applied.strategy)},
+            {"replacements", applied.replacements},
+            {"reindented", applied.reindented},
+        };
+        return r;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_edit_tool() {
+    return std::make_unique<EditTool>();
+}
+
+}  // namespace stockade::tools

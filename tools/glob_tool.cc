@@ -1,0 +1,315 @@
+// glob (TOOL_PROTOCOL §6): files whose path matches a glob, newest first, at most 100, through
+// `rg --files --glob` (so .gitignore and .stockadeignore apply), with node_modules, .git and
+// dist left out unless the pattern names them, and the nearest existing extension suggested
+// when nothing matched.
+#include <algorithm>
+#include <array>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "tools/file_tools.h"
+#include "tools/similar.h"
+#include "tools/text.h"
+#include "tools/tool_support.h"
+
+namespace stockade::tools {
+namespace {
+
+constexpr size_t kMaxPaths = 100;
+constexpr std::array<std::string_view, 3> kNoiseDirs = {"node_modules", ".git", "dist"};
+
+constexpr std::string_view kDescription =
+    "Find files by name pattern, e.g. \"**/*.ts\" or \"src/**/config.*\". Returns matching file "
+    "paths ordered by most recently modified, at most 100. A pattern without a slash matches "
+    "file names at any depth. Respects .gitignore and .stockadeignore; node_modules, .git and "
+    "dist are skipped unless the pattern names them. Use this to discover file layout; use grep "
+    "to search file contents.";
+
+std::vector<std::string_view> components(std::string_view pattern) {
+    std::vector<std::string_view> parts;
+    for (std::string_view rest = pattern; !rest.empty();) {
+        const size_t slash = rest.find('/');
+        parts.push_back(rest.substr(0, slash));
+        if (slash == std::string_view::npos) {
+            break;
+        }
+        rest.remove_prefix(slash + 1);
+    }
+    return parts;
+}
+
+bool names(std::string_view pattern, std::string_view dir) {
+    const auto parts = components(pattern);
+    return std::find(parts.begin(), parts.end(), dir) != parts.end();
+}
+
+// A component that starts with '.' (".github/**", "**/.env*") asks for hidden files.
+bool wants_hidden(std::string_view pattern) {
+    for (std::string_view part : components(pattern)) {
+        if (part.size() > 1 && part.starts_with('.') && part != ".." ) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// The extension of the pattern's last component, if it ends in a plain one ("*.tsx" → "tsx").
+std::string pattern_extension(std::string_view pattern) {
+    const auto parts = components(pattern);
+    if (parts.empty()) {
+        return {};
+    }
+    const std::string_view last = parts.back();
+    const size_t dot = last.rfind('.');
+    if (dot == std::string_view::npos || dot + 1 == last.size()) {
+        return {};
+    }
+    const std::string_view ext = last.substr(dot + 1);
+    const bool plain = std::all_of(ext.begin(), ext.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '+';
+    });
+    return plain ? std::string(ext) : std::string();
+}
+
+std::string file_extension(std::string_view path) {
+    const size_t slash = path.rfind('/');
+    const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+    const size_t dot = name.rfind('.');
+    if (dot == std::string_view::npos || dot == 0 || dot + 1 == name.size()) {
+        return {};
+    }
+    return std::string(name.substr(dot + 1));
+}
+
+class GlobTool final : public Tool {
+public:
+    [[nodiscard]] std::string_view name() const override { return "glob"; }
+    [[nodiscard]] std::string_view title() const override { return "Find files"; }
+    [[nodiscard]] std::string_view description() const override { return kDescription; }
+    [[nodiscard]] nlohmann::json input_schema() const override {
+        return {
+            {"type", "object"},
+            {"properties",
+             {
+                 {"pattern",
+                  {{"type", "string"}, {"description", "Glob pattern to match file paths against."}}},
+                 {"path",
+                  {{"type", "string"},
+                   {"description", "Directory to search in. Defaults to the working directory."}}},
+             }},
+            {"required", {"pattern"}},
+            {"additionalProperties", false},
+        };
+    }
+    [[nodiscard]] ToolAnnotations annotations() const override {
+        return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
+    }
+
+    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
+        const Stopwatch clock;
+        ToolResult r = run(args, ctx);
+        r.metadata["duration_ms"] = clock.ms();
+        return r;
+    }
+
+private:
+    // rg --files under `dir`, filtered by `glob` when given; paths as the model sees them.
+    static Result<workspace::RgOutcome> list_files(ToolContext& ctx, const workspace::ResolvedPath& dir,
+                                                   std::string_view pattern,
+                                                   const std::optional<std::string>& glob) {
+        workspace::RgRequest req;
+        req.root = dir.root;
+        req.args = {"--files"};
+        for (std::string& a : rg_ignore_args(ctx, dir.root)) {
+            req.args.push_back(std::move(a));
+        }
+        if (wants_hidden(pattern)) {
+            req.args.emplace_back("--hidden");
+        }
+        if (glob) {
+            req.args.push_back("--glob=" + *glob);
+        }
+        // Later globs take precedence in rg: the noise exclusions go last.
+        for (std::string_view noise : kNoiseDirs) {
+            if (!names(pattern, noise)) {
+                req.args.push_back(fmt::format("--glob=!{}/", noise));
+            }
+        }
+        req.args.emplace_back("--");
+        req.args.push_back(rg_path_arg(dir));
+        return ctx.ws->run_rg(req);
+    }
+
+    // The listed files, root-relative; newest first when `sorted`.
+    static std::vector<std::string> paths_of(ToolContext& ctx, workspace::Root root,
+                                             const workspace::RgOutcome& out, bool sorted) {
+        std::vector<std::string> paths;
+        const std::vector<std::string_view> lines = split_lines(out.out);
+        for (size_t i = 0; i < lines.size(); ++i) {
+            if (out.truncated && i + 1 == lines.size() && !out.out.ends_with('\n')) {
+                break;  // cut at the output cap
+            }
+            if (!lines[i].empty()) {
+                paths.emplace_back(strip_dot_slash(lines[i]));
+            }
+        }
+        if (sorted) {
+            sort_newest_first(ctx, root, paths);
+        }
+        for (std::string& p : paths) {
+            p = sanitize_utf8(rg_display_path(ctx, root, p));
+        }
+        return paths;
+    }
+
+    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+        std::string pattern = arg_string(args, "pattern");
+        if (pattern.empty()) {
+            return error_result(R"(pattern is empty. Give a glob such as "**/*.ts" or "src/**/config.*".)");
+        }
+        workspace::ResolvedPath dir = workspace_root(ctx);
+        if (auto p = opt_string(args, "path"); p && !p->empty()) {
+            Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, *p);
+            if (!resolved) {
+                return error_result(resolved.error().message);
+            }
+            dir = *resolved;
+        }
+        Result<workspace::FileInfo> info = ctx.ws->stat(dir.root, dir.relative);
+        if (!info) {
+            if (info.error().code == Errc::kNotFound) {
+                return error_result(not_found_message(ctx, dir, "Directory"));
+            }
+            return error_result(io_failure("search", dir.display, info.error()));
+        }
+        if (info->type != workspace::FileType::kDirectory) {
+            return error_result(fmt::format(
+                "{} is a file, not a directory. glob searches a directory: give its parent as "
+                "path, or omit path to search the whole workspace.",
+                dir.display));
+        }
+
+        // An absolute pattern inside the workspace is taken from the workspace root.
+        const std::string root_prefix = ctx.ws->root_path(dir.root) + "/";
+        std::string glob;
+        if (pattern.starts_with(root_prefix)) {
+            glob = "/" + pattern.substr(root_prefix.size());
+        } else {
+            glob = anchor_glob(pattern, dir.relative);
+        }
+
+        Result<workspace::RgOutcome> out = list_files(ctx, dir, pattern, glob);
+        if (!out) {
+            return error_result(io_failure("search", dir.display, out.error()));
+        }
+        if (rg_fatal(*out) && out->out.empty()) {
+            const std::string detail(trim(sanitize_utf8(utf8_prefix(out->err, 2000))));
+            if (detail.find("glob") != std::string::npos) {
+                return error_result(fmt::format(
+                    "Invalid glob \"{}\". ripgrep says:\n{}\nFix the pattern, e.g. \"**/*.ts\" or "
+                    "\"src/**/config.*\".",
+                    pattern, detail));
+            }
+            return error_result(fmt::format("glob failed: {}", detail.empty() ? "ripgrep exited with an error." : detail));
+        }
+        if (out->timed_out && out->out.empty()) {
+            return error_result(fmt::format(
+                "glob timed out listing {}. Search a smaller directory with path, or use a more "
+                "specific pattern.",
+                dir.display));
+        }
+        const std::vector<std::string> paths = paths_of(ctx, dir.root, *out, true);
+        if (paths.empty()) {
+            return no_matches(ctx, dir, pattern);
+        }
+
+        const bool complete = !out->truncated && !out->timed_out;
+        const std::string total =
+            (complete ? "" : "at least ") + count_of(paths.size(), "file", "files");
+        const std::string header = fmt::format("{} {} \"{}\"{}:", total,
+                                               paths.size() == 1 ? "matches" : "match", pattern,
+                                               paths.size() > 1 ? " (newest first)" : "");
+        ToolResult r;
+        r.metadata = {{"title", fmt::format("Glob {} \u00b7 {}", pattern, total)},
+                      {"files", paths.size()},
+                      {"path", dir.display}};
+        if (paths.size() <= kMaxPaths) {
+            r.content = fmt::format("{}\n{}", header, fmt::join(paths, "\n"));
+            return r;
+        }
+        const std::string full = fmt::format("{}\n{}\n", header, fmt::join(paths, "\n"));
+        const std::string spill = spill_text(ctx, "glob", full);
+        r.content = fmt::format("{}\n{}\n", header,
+                                fmt::join(paths.begin(), paths.begin() + kMaxPaths, "\n"));
+        if (spill.empty()) {
+            r.content += fmt::format("[Showing {} of {}. Narrow the pattern to see the rest.]",
+                                     kMaxPaths, with_thousands(paths.size()));
+        } else {
+            r.content += fmt::format("[Showing {} of {}. Full list: {} \u2014 or narrow the pattern.]",
+                                     kMaxPaths, with_thousands(paths.size()), spill);
+        }
+        TruncationInfo t;
+        t.original_bytes = full.size();
+        t.original_lines = paths.size();
+        t.shown_head_lines = kMaxPaths;
+        t.omitted_lines = paths.size() - kMaxPaths;
+        t.spill_path = spill;
+        r.metadata["truncation"] = t.to_json();
+        return r;
+    }
+
+    static ToolResult no_matches(ToolContext& ctx, const workspace::ResolvedPath& dir,
+                                 const std::string& pattern) {
+        std::string content = fmt::format("No files match \"{}\" under {}.", pattern, dir.display);
+        const std::string wanted = pattern_extension(pattern);
+        std::string hint;
+        if (!wanted.empty()) {
+            if (auto all = list_files(ctx, dir, pattern, std::nullopt)) {
+                std::map<std::string, size_t> by_ext;
+                for (const std::string& p : paths_of(ctx, dir.root, *all, false)) {
+                    if (std::string ext = file_extension(p); !ext.empty()) {
+                        ++by_ext[ext];
+                    }
+                }
+                // Closest spelling; among equals, the most common extension.
+                const size_t limit = std::max<size_t>(1, std::min<size_t>(2, wanted.size() / 2));
+                size_t best_distance = limit + 1;
+                size_t best_count = 0;
+                for (const auto& [ext, n] : by_ext) {
+                    const size_t d = ext == wanted ? limit + 1 : levenshtein(wanted, ext, limit);
+                    if (d > limit) {
+                        continue;
+                    }
+                    if (d < best_distance || (d == best_distance && n > best_count)) {
+                        best_distance = d;
+                        best_count = n;
+                        hint = ext;
+                    }
+                }
+                if (!hint.empty()) {
+                    content += fmt::format(" Nearest existing extension: .{} ({}).", hint,
+                                           count_of(by_ext[hint], "file", "files"));
+                }
+            }
+        }
+        if (hint.empty()) {
+            content += " Check the pattern, or search from a broader path.";
+        }
+        ToolResult r;
+        r.content = std::move(content);
+        r.metadata = {{"title", fmt::format("Glob {} \u00b7 no files", pattern)},
+                      {"files", 0},
+                      {"path", dir.display}};
+        return r;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_glob_tool() {
+    return std::make_unique<GlobTool>();
+}
+
+}  // namespace stockade::tools

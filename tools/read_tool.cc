@@ -1,0 +1,355 @@
+// read (TOOL_PROTOCOL §2): a page of a file as `LINE→CONTENT`, a directory listing two levels
+// deep, or a one-line description of a binary file. Stamps the file on success.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "tools/binary_sniff.h"
+#include "tools/file_stamps.h"
+#include "tools/file_tools.h"
+#include "tools/text.h"
+#include "tools/tool_support.h"
+
+namespace stockade::tools {
+namespace {
+
+constexpr size_t kDefaultLimit = 2000;
+constexpr size_t kMaxLineChars = 2000;
+constexpr size_t kMaxPageBytes = size_t{50} * 1024;
+constexpr std::string_view kLineTruncated = "\u2026 [line truncated]";
+constexpr size_t kMaxTopEntries = 200;
+constexpr size_t kMaxNestedEntries = 20;
+constexpr size_t kListCap = 1000;
+
+constexpr std::string_view kDescription =
+    "Read a file from the workspace. Returns the file content with line numbers, in the format "
+    "'LINE_NUMBER\u2192CONTENT'. By default reads up to 2000 lines from the beginning. For larger "
+    "files, use offset and limit to page through content \u2014 the output tells you the total "
+    "line count and how to continue. Prefer reading only the region you need on large files. "
+    "Binary files are detected and described instead of dumped. If the path is a directory, its "
+    "entries are listed. File paths must be absolute (inside the workspace) or relative to the "
+    "workspace root. Outputs that other tools saved to a file can be read at the path they give.";
+
+bool is_noise_dir(std::string_view name) {
+    return name == "node_modules" || name == ".git" || name == "dist";
+}
+
+bool is_hidden(std::string_view name) {
+    return name.starts_with('.');
+}
+
+std::string entry_label(const workspace::DirEntry& e) {
+    switch (e.type) {
+        case workspace::FileType::kDirectory: return e.name + "/";
+        case workspace::FileType::kSymlink: return e.name + " (symlink)";
+        case workspace::FileType::kFile:
+        case workspace::FileType::kOther: break;
+    }
+    return e.name;
+}
+
+std::string counts(size_t visible, size_t hidden, bool more) {
+    std::string s = count_of(visible, "entry", "entries");
+    if (more) {
+        s = "more than " + s;
+    }
+    if (hidden > 0) {
+        s += fmt::format(" + {} hidden", with_thousands(hidden));
+    }
+    return s;
+}
+
+std::string join_path(std::string_view dir, std::string_view name) {
+    return dir.empty() ? std::string(name) : fmt::format("{}/{}", dir, name);
+}
+
+class ReadTool final : public Tool {
+public:
+    [[nodiscard]] std::string_view name() const override { return "read"; }
+    [[nodiscard]] std::string_view title() const override { return "Read file"; }
+    [[nodiscard]] std::string_view description() const override { return kDescription; }
+    [[nodiscard]] nlohmann::json input_schema() const override {
+        return {
+            {"type", "object"},
+            {"properties",
+             {
+                 {"file_path",
+                  {{"type", "string"}, {"description", "Path to the file to read (absolute preferred)."}}},
+                 {"offset",
+                  {{"type", "integer"},
+                   {"description",
+                    "1-based line number to start reading from. Omit to start at line 1."}}},
+                 {"limit",
+                  {{"type", "integer"},
+                   {"description", "Maximum number of lines to return. Omit for the default of 2000."}}},
+             }},
+            {"required", {"file_path"}},
+            {"additionalProperties", false},
+        };
+    }
+    [[nodiscard]] ToolAnnotations annotations() const override {
+        return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
+    }
+
+    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
+        const Stopwatch clock;
+        ToolResult r = run(args, ctx);
+        r.metadata["duration_ms"] = clock.ms();
+        return r;
+    }
+
+private:
+    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
+        if (!resolved) {
+            return error_result(resolved.error().message);
+        }
+        const workspace::ResolvedPath& path = *resolved;
+        const std::optional<int64_t> offset_arg = opt_int(args, "offset");
+        const std::optional<int64_t> limit_arg = opt_int(args, "limit");
+        if (offset_arg && *offset_arg < 0) {
+            return error_result(fmt::format(
+                "offset is {}, but it is a 1-based line number. Use offset=1 for the first line.",
+                *offset_arg));
+        }
+        if (limit_arg && *limit_arg < 1) {
+            return error_result(fmt::format(
+                "limit is {}, but it must be at least 1 (the number of lines to return). Omit it "
+                "for the default of 2000.",
+                *limit_arg));
+        }
+        const size_t offset = offset_arg && *offset_arg > 0 ? static_cast<size_t>(*offset_arg) : 1;
+        const size_t limit = limit_arg ? static_cast<size_t>(*limit_arg) : kDefaultLimit;
+
+        Result<workspace::FileInfo> info = ctx.ws->stat(path.root, path.relative);
+        if (!info) {
+            if (info.error().code == Errc::kNotFound) {
+                return error_result(not_found_message(ctx, path));
+            }
+            return error_result(io_failure("read", path.display, info.error()));
+        }
+        switch (info->type) {
+            case workspace::FileType::kDirectory: return list_directory(ctx, path);
+            case workspace::FileType::kOther:
+                return error_result(fmt::format(
+                    "{} is not a regular file (it is a device, socket or pipe); read only opens "
+                    "files and directories.",
+                    path.display));
+            case workspace::FileType::kFile:
+            case workspace::FileType::kSymlink: break;
+        }
+        const bool paging = offset_arg.has_value() || limit_arg.has_value();
+        if (info->size > kMaxFileBytes && !paging) {
+            return error_result(fmt::format(
+                "{} is too large to read at once ({}; the limit is {}). Use grep to search its "
+                "content, or read a region with offset and limit.",
+                path.display, format_size(info->size), format_size(kMaxFileBytes)));
+        }
+
+        Result<workspace::ReadData> data = ctx.ws->read(path.root, path.relative, kMaxFileBytes);
+        if (!data) {
+            return error_result(io_failure("read", path.display, data.error()));
+        }
+        const std::string& bytes = data->bytes;
+        if (auto kind = sniff_binary(path.relative, bytes)) {
+            ToolResult r;
+            r.content = fmt::format(
+                "{} is a binary file ({}, {}); its content is not shown. Use bash with a tool "
+                "such as file, xxd or strings if you need to inspect it.",
+                path.display, *kind, format_size(data->info.size));
+            r.metadata = {{"title", fmt::format("Read {} \u00b7 binary \u00b7 {}", short_path(path),
+                                                format_size(data->info.size))},
+                          {"path", path.display},
+                          {"binary", true}};
+            return r;
+        }
+
+        const bool whole = !data->truncated;
+        const TextShape shape = detect_shape(bytes);
+        const std::string text = normalize_text(bytes, shape);
+        const std::vector<std::string_view> lines = split_lines(text);
+        const size_t total = lines.size();
+
+        if (total == 0) {
+            stamp(ctx, path, bytes, data->info);
+            ToolResult r;
+            r.content = fmt::format("{}\n(The file is empty.)", path.display);
+            r.metadata = {{"title", fmt::format("Read {} \u00b7 empty", short_path(path))},
+                          {"path", path.display},
+                          {"lines", 0},
+                          {"total_lines", 0}};
+            return r;
+        }
+        if (offset > total) {
+            if (!whole) {
+                return error_result(fmt::format(
+                    "Offset {} is beyond the first {} of {} ({}), which is as far as read can "
+                    "page (lines 1\u2013{}). Use grep to find the text you need in the rest of "
+                    "the file.",
+                    offset, format_size(kMaxFileBytes), path.display, format_size(info->size),
+                    total));
+            }
+            return error_result(fmt::format(
+                "Offset {} is beyond the end of the file ({}). Use offset \u2264 {}.", offset,
+                count_of(total, "line", "lines"), total));
+        }
+
+        std::string body;
+        size_t last = offset - 1;  // 1-based number of the last line shown
+        while (last < total && last - (offset - 1) < limit) {
+            std::string_view line = lines[last];
+            if (line.ends_with('\r')) {
+                line.remove_suffix(1);
+            }
+            const std::string shown =
+                number_line(last + 1, truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated));
+            if (!body.empty() && body.size() + 1 + shown.size() > kMaxPageBytes) {
+                break;
+            }
+            if (!body.empty()) {
+                body += '\n';
+            }
+            body += shown;
+            ++last;
+        }
+
+        std::string content = fmt::format("{}\n{}", path.display, body);
+        if (last < total) {
+            content += fmt::format("\n(Showing lines {}\u2013{} of {}. Use offset={} to continue.)",
+                                   offset, last, total, last + 1);
+        } else if (!whole) {
+            content += fmt::format(
+                "\n(Showing lines {}\u2013{}: the end of the first {} of this {} file. Use grep to "
+                "search the rest.)",
+                offset, last, format_size(kMaxFileBytes), format_size(info->size));
+        }
+        if (whole) {
+            stamp(ctx, path, bytes, data->info);
+        }
+
+        ToolResult r;
+        r.content = std::move(content);
+        r.metadata = {
+            {"title", fmt::format("Read {} \u00b7 lines {}\u2013{} of {}", short_path(path), offset,
+                                  last, total)},
+            {"path", path.display},
+            {"lines", last - offset + 1},
+            {"first_line", offset},
+            {"last_line", last},
+            {"total_lines", total},
+        };
+        return r;
+    }
+
+    static void stamp(ToolContext& ctx, const workspace::ResolvedPath& path, const std::string& bytes,
+                      const workspace::FileInfo& info) {
+        if (ctx.stamps == nullptr) {
+            return;
+        }
+        const FileStamp s = ctx.stamps->stamp(path.display, bytes, info.mtime_ns);
+        if (ctx.events != nullptr) {
+            ctx.events->file_read(path.display, s.sha256, s.size, s.mtime_ns);
+        }
+    }
+
+    static ToolResult list_directory(ToolContext& ctx, const workspace::ResolvedPath& path) {
+        Result<std::vector<workspace::DirEntry>> entries =
+            ctx.ws->list(path.root, path.relative, kListCap + 1);
+        if (!entries) {
+            return error_result(io_failure("list", path.display, entries.error()));
+        }
+        const bool more = entries->size() > kListCap;
+        if (more) {
+            entries->resize(kListCap);
+        }
+        size_t hidden = 0;
+        std::vector<const workspace::DirEntry*> visible;
+        for (const workspace::DirEntry& e : *entries) {
+            if (is_hidden(e.name)) {
+                ++hidden;
+            } else {
+                visible.push_back(&e);
+            }
+        }
+        bool any_hidden = hidden > 0;
+
+        std::string body;
+        size_t shown = 0;
+        for (const workspace::DirEntry* e : visible) {
+            if (shown == kMaxTopEntries) {
+                body += fmt::format("\u2026 and {} more\n", with_thousands(visible.size() - shown));
+                break;
+            }
+            ++shown;
+            if (e->type != workspace::FileType::kDirectory) {
+                body += entry_label(*e) + "\n";
+                continue;
+            }
+            if (is_noise_dir(e->name)) {
+                body += fmt::format("{}/ (not expanded)\n", e->name);
+                continue;
+            }
+            const std::string child = join_path(path.relative, e->name);
+            Result<std::vector<workspace::DirEntry>> sub = ctx.ws->list(path.root, child, kListCap + 1);
+            if (!sub) {
+                body += fmt::format("{}/ (cannot be listed)\n", e->name);
+                continue;
+            }
+            const bool sub_more = sub->size() > kListCap;
+            if (sub_more) {
+                sub->resize(kListCap);
+            }
+            size_t sub_hidden = 0;
+            std::vector<const workspace::DirEntry*> sub_visible;
+            for (const workspace::DirEntry& s : *sub) {
+                if (is_hidden(s.name)) {
+                    ++sub_hidden;
+                } else {
+                    sub_visible.push_back(&s);
+                }
+            }
+            any_hidden = any_hidden || sub_hidden > 0;
+            if (sub_visible.empty() && sub_hidden == 0) {
+                body += fmt::format("{}/ (empty)\n", e->name);
+                continue;
+            }
+            body += fmt::format("{}/ ({})\n", e->name, counts(sub_visible.size(), sub_hidden, sub_more));
+            for (size_t i = 0; i < sub_visible.size(); ++i) {
+                if (i == kMaxNestedEntries) {
+                    body += fmt::format("  \u2026 and {} more\n",
+                                        with_thousands(sub_visible.size() - i));
+                    break;
+                }
+                body += "  " + entry_label(*sub_visible[i]) + "\n";
+            }
+        }
+
+        std::string content;
+        if (visible.empty() && hidden == 0) {
+            content = fmt::format("Directory {} is empty.", path.display);
+        } else {
+            content = fmt::format("Directory {} ({}):\n{}", path.display,
+                                  counts(visible.size(), hidden, more), body);
+            if (any_hidden) {
+                content += "(Hidden entries, whose names start with \".\", are counted but not "
+                           "listed.)\n";
+            }
+            content += "Read a file to see its content, or use glob to find files deeper down.";
+        }
+        ToolResult r;
+        r.content = std::move(content);
+        r.metadata = {{"title", fmt::format("Read {} \u00b7 directory \u00b7 {}", short_path(path),
+                                            count_of(visible.size() + hidden, "entry", "entries"))},
+                      {"path", path.display},
+                      {"entries", visible.size() + hidden}};
+        return r;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_read_tool() {
+    return std::make_unique<ReadTool>();
+}
+
+}  // namespace stockade::tools

@@ -1,0 +1,419 @@
+#include "tools/text.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace stockade::tools {
+namespace {
+
+bool is_continuation(char c) {
+    return (static_cast<unsigned char>(c) & 0xC0U) == 0x80U;
+}
+
+// Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one.
+size_t valid_sequence_length(std::string_view s, size_t i) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    if (b0 < 0x80U) {
+        return 1;
+    }
+    size_t len = 0;
+    uint32_t cp = 0;
+    if ((b0 & 0xE0U) == 0xC0U) {
+        len = 2;
+        cp = b0 & 0x1FU;
+    } else if ((b0 & 0xF0U) == 0xE0U) {
+        len = 3;
+        cp = b0 & 0x0FU;
+    } else if ((b0 & 0xF8U) == 0xF0U) {
+        len = 4;
+        cp = b0 & 0x07U;
+    } else {
+        return 0;
+    }
+    if (i + len > s.size()) {
+        return 0;
+    }
+    for (size_t k = 1; k < len; ++k) {
+        const auto b = static_cast<unsigned char>(s[i + k]);
+        if ((b & 0xC0U) != 0x80U) {
+            return 0;
+        }
+        cp = (cp << 6U) | (b & 0x3FU);
+    }
+    const bool overlong = (len == 2 && cp < 0x80U) || (len == 3 && cp < 0x800U) ||
+                          (len == 4 && cp < 0x10000U);
+    const bool surrogate = cp >= 0xD800U && cp <= 0xDFFFU;
+    if (overlong || surrogate || cp > 0x10FFFFU) {
+        return 0;
+    }
+    return len;
+}
+
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
+
+}  // namespace
+
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes) {
+    if (s.size() <= max_bytes) {
+        return s;
+    }
+    size_t n = max_bytes;
+    for (int back = 0; back < 3 && n > 0 && is_continuation(s[n]); ++back) {
+        --n;
+    }
+    return s.substr(0, n);
+}
+
+std::string_view utf8_suffix(std::string_view s, size_t max_bytes) {
+    if (s.size() <= max_bytes) {
+        return s;
+    }
+    size_t start = s.size() - max_bytes;
+    for (int fwd = 0; fwd < 3 && start < s.size() && is_continuation(s[start]); ++fwd) {
+        ++start;
+    }
+    return s.substr(start);
+}
+
+bool is_valid_utf8(std::string_view s) {
+    for (size_t i = 0; i < s.size();) {
+        const size_t len = valid_sequence_length(s, i);
+        if (len == 0) {
+            return false;
+        }
+        i += len;
+    }
+    return true;
+}
+
+std::string sanitize_utf8(std::string_view s) {
+    if (is_valid_utf8(s)) {
+        return std::string(s);
+    }
+    std::string out;
+    out.reserve(s.size() + 16);
+    for (size_t i = 0; i < s.size();) {
+        const size_t len = valid_sequence_length(s, i);
+        if (len == 0) {
+            out += kReplacementChar;
+            ++i;
+        } else {
+            out.append(s.substr(i, len));
+            i += len;
+        }
+    }
+    return out;
+}
+
+std::string truncate_chars(std::string_view s, size_t max_chars, std::string_view marker,
+                           bool* truncated) {
+    size_t chars = 0;
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (is_continuation(s[i])) {
+            continue;
+        }
+        if (chars == max_chars) {
+            if (truncated != nullptr) {
+                *truncated = true;
+            }
+            return std::string(s.substr(0, i)) + std::string(marker);
+        }
+        ++chars;
+    }
+    if (truncated != nullptr) {
+        *truncated = false;
+    }
+    return std::string(s);
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+    std::vector<std::string_view> lines;
+    size_t start = 0;
+    while (start < text.size()) {
+        const size_t nl = text.find('\n', start);
+        if (nl == std::string_view::npos) {
+            lines.push_back(text.substr(start));
+            break;
+        }
+        lines.push_back(text.substr(start, nl - start));
+        start = nl + 1;
+    }
+    return lines;
+}
+
+size_t count_lines(std::string_view text) {
+    if (text.empty()) {
+        return 0;
+    }
+    const auto breaks = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    return text.back() == '\n' ? breaks : breaks + 1;
+}
+
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+std::string_view trim_left(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size() && is_space(s[i])) {
+        ++i;
+    }
+    return s.substr(i);
+}
+
+std::string_view trim_right(std::string_view s) {
+    size_t n = s.size();
+    while (n > 0 && is_space(s[n - 1])) {
+        --n;
+    }
+    return s.substr(0, n);
+}
+
+std::string_view trim(std::string_view s) {
+    return trim_right(trim_left(s));
+}
+
+std::string_view indentation(std::string_view line) {
+    size_t i = 0;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) {
+        ++i;
+    }
+    return line.substr(0, i);
+}
+
+TextShape detect_shape(std::string_view bytes) {
+    TextShape shape;
+    shape.bom = bytes.starts_with(kUtf8Bom);
+    size_t crlf = 0;
+    size_t bare = 0;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] == '\n') {
+            if (i > 0 && bytes[i - 1] == '\r') {
+                ++crlf;
+            } else {
+                ++bare;
+            }
+        }
+    }
+    shape.crlf = crlf > 0 && bare == 0;
+    shape.mixed = crlf > 0 && bare > 0;
+    return shape;
+}
+
+std::string crlf_to_lf(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') {
+            continue;
+        }
+        out += s[i];
+    }
+    return out;
+}
+
+std::string normalize_text(std::string_view bytes, const TextShape& shape) {
+    if (shape.bom && bytes.starts_with(kUtf8Bom)) {
+        bytes.remove_prefix(kUtf8Bom.size());
+    }
+    return shape.crlf ? crlf_to_lf(bytes) : std::string(bytes);
+}
+
+std::string restore_shape(std::string_view text, const TextShape& shape) {
+    std::string out;
+    out.reserve(text.size() + text.size() / 32 + kUtf8Bom.size());
+    if (shape.bom) {
+        out += kUtf8Bom;
+    }
+    if (!shape.crlf) {
+        out += text;
+        return out;
+    }
+    for (char c : text) {
+        if (c == '\n') {
+            out += '\r';
+        }
+        out += c;
+    }
+    return out;
+}
+
+std::string number_line(size_t number, std::string_view line) {
+    return fmt::format("{:>6}\u2192{}", number, line);
+}
+
+std::string number_lines(const std::vector<std::string_view>& lines, size_t first_line) {
+    std::string out;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (i > 0) {
+            out += '\n';
+        }
+        out += number_line(first_line + i, lines[i]);
+    }
+    return out;
+}
+
+std::string with_thousands(uint64_t n) {
+    std::string digits = std::to_string(n);
+    std::string out;
+    const size_t len = digits.size();
+    for (size_t i = 0; i < len; ++i) {
+        if (i > 0 && (len - i) % 3 == 0) {
+            out += ',';
+        }
+        out += digits[i];
+    }
+    return out;
+}
+
+std::string format_size(uint64_t bytes) {
+    constexpr double kKiB = 1024.0;
+    if (bytes < 1024) {
+        return bytes == 1 ? "1 byte" : fmt::format("{} bytes", bytes);
+    }
+    const auto value = static_cast<double>(bytes);
+    std::string_view unit = "KB";
+    double scaled = value / kKiB;
+    if (scaled >= kKiB) {
+        scaled /= kKiB;
+        unit = "MB";
+        if (scaled >= kKiB) {
+            scaled /= kKiB;
+            unit = "GB";
+        }
+    }
+    if (scaled < 9.95) {
+        return fmt::format("{:.1f} {}", scaled, unit);
+    }
+    return fmt::format("{:.0f} {}", scaled, unit);
+}
+
+std::string count_of(uint64_t n, std::string_view one, std::string_view many) {
+    return fmt::format("{} {}", with_thousands(n), n == 1 ? one : many);
+}
+
+std::string quote(std::string_view s, size_t max_chars) {
+    bool cut = false;
+    const std::string text = truncate_chars(sanitize_utf8(s), max_chars, "", &cut);
+    std::string out = "\"";
+    for (char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        switch (c) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\t': out += "\\t"; break;
+            case '\r': out += "\\r"; break;
+            case '\n': out += "\\n"; break;
+            default:
+                if (u < 0x20U || u == 0x7FU) {
+                    out += fmt::format("\\x{:02x}", u);
+                } else {
+                    out += c;
+                }
+        }
+    }
+    if (cut) {
+        out += "\u2026";
+    }
+    out += '"';
+    return out;
+}
+
+nlohmann::json TruncationInfo::to_json() const {
+    nlohmann::json j = {
+        {"original_bytes", original_bytes},     {"original_lines", original_lines},
+        {"shown_head_lines", shown_head_lines}, {"shown_tail_lines", shown_tail_lines},
+        {"omitted_lines", omitted_lines},
+    };
+    if (!spill_path.empty()) {
+        j["spill_path"] = spill_path;
+    }
+    return j;
+}
+
+bool exceeds(std::string_view text, const TruncateLimits& limits) {
+    return text.size() > limits.max_bytes || count_lines(text) > limits.max_lines;
+}
+
+std::string omission_marker(uint64_t lines, uint64_t bytes, std::string_view spill_path) {
+    const std::string what =
+        fmt::format("[... {} omitted ({})", count_of(lines, "line", "lines"), format_size(bytes));
+    if (spill_path.empty()) {
+        return what + ".]";
+    }
+    return fmt::format("{}. Full output: {} \u2014 read or grep that file for the rest.]", what,
+                       spill_path);
+}
+
+Truncated truncate_middle_out(std::string_view text, const TruncateLimits& limits,
+                              std::string_view spill_path) {
+    Truncated out;
+    out.info.original_bytes = text.size();
+    // Lines with their '\n', so that head + tail reassemble byte for byte.
+    std::vector<std::string_view> lines;
+    for (size_t start = 0; start < text.size();) {
+        const size_t nl = text.find('\n', start);
+        const size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+        lines.push_back(text.substr(start, end - start));
+        start = end;
+    }
+    out.info.original_lines = lines.size();
+    if (!exceeds(text, limits)) {
+        out.text = std::string(text);
+        out.info.shown_head_lines = lines.size();
+        return out;
+    }
+
+    // Room for the marker line itself (a spill path is at most a few hundred bytes).
+    const size_t reserve = std::min<size_t>(limits.max_bytes / 2, 256 + spill_path.size());
+    const size_t budget = limits.max_bytes - reserve;
+    const size_t ratio_total = std::max<size_t>(1, limits.head_lines + limits.tail_lines);
+    const size_t head_budget = budget * limits.head_lines / ratio_total;
+    const size_t tail_budget = budget - head_budget;
+
+    size_t head = 0;
+    size_t head_bytes = 0;
+    while (head < limits.head_lines && head < lines.size() &&
+           head_bytes + lines[head].size() <= head_budget) {
+        head_bytes += lines[head].size();
+        ++head;
+    }
+    size_t tail = 0;
+    size_t tail_bytes = 0;
+    while (tail < limits.tail_lines && head + tail < lines.size() &&
+           tail_bytes + lines[lines.size() - 1 - tail].size() <= tail_budget) {
+        tail_bytes += lines[lines.size() - 1 - tail].size();
+        ++tail;
+    }
+
+    std::string head_text(text.substr(0, head_bytes));
+    std::string tail_text(text.substr(text.size() - tail_bytes));
+    // A line too long for its share: show a cut piece of it rather than nothing.
+    if (head == 0 && !lines.empty() && head_budget > 0) {
+        head_text = std::string(utf8_prefix(lines.front(), head_budget));
+    }
+    if (tail == 0 && lines.size() > head + 1 && tail_budget > 0) {
+        tail_text = std::string(utf8_suffix(lines.back(), tail_budget));
+    }
+
+    out.info.shown_head_lines = head;
+    out.info.shown_tail_lines = tail;
+    out.info.omitted_lines = lines.size() - head - tail;
+    out.info.spill_path = std::string(spill_path);
+    const uint64_t shown = head_text.size() + tail_text.size();
+    const uint64_t omitted_bytes = text.size() > shown ? text.size() - shown : 0;
+
+    out.text = std::move(head_text);
+    if (!out.text.empty() && out.text.back() != '\n') {
+        out.text += '\n';
+    }
+    out.text += omission_marker(out.info.omitted_lines, omitted_bytes, spill_path);
+    if (!tail_text.empty()) {
+        out.text += '\n';
+        out.text += tail_text;
+    }
+    return out;
+}
+
+}  // namespace stockade::tools

@@ -1,0 +1,116 @@
+// Text helpers shared by the file tools: UTF-8-safe cutting, line splitting, line endings and
+// BOM, the `LINE→CONTENT` numbering, human-readable counts and sizes, and middle-out truncation
+// with the spill marker of TOOL_PROTOCOL §1.3. Pure: no I/O.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stockade::tools {
+
+// ---- UTF-8 -------------------------------------------------------------------------------
+
+// The longest prefix of `s` of at most `max_bytes` that does not end inside a code point.
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes);
+// The longest suffix of `s` of at most `max_bytes` that does not start inside a code point.
+std::string_view utf8_suffix(std::string_view s, size_t max_bytes);
+bool is_valid_utf8(std::string_view s);
+// Replaces every invalid sequence with U+FFFD, so the text can travel in JSON.
+std::string sanitize_utf8(std::string_view s);
+// Keeps the first `max_chars` code points; when more followed, appends `marker`.
+std::string truncate_chars(std::string_view s, size_t max_chars, std::string_view marker,
+                           bool* truncated = nullptr);
+
+// ---- Lines -------------------------------------------------------------------------------
+
+// Splits on '\n'. A final '\n' ends the last line rather than starting an empty one, so
+// "a\nb\n" and "a\nb" are both two lines and "" is none. The views exclude the '\n'.
+std::vector<std::string_view> split_lines(std::string_view text);
+size_t count_lines(std::string_view text);
+// Whitespace for the tools' purposes: space, tab, CR, LF, FF, VT.
+bool is_space(char c);
+std::string_view trim(std::string_view s);
+std::string_view trim_left(std::string_view s);
+std::string_view trim_right(std::string_view s);
+// The leading whitespace of a line.
+std::string_view indentation(std::string_view line);
+
+// ---- Line endings and BOM ----------------------------------------------------------------
+
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+struct TextShape {
+    bool bom = false;   // starts with the UTF-8 byte order mark
+    bool crlf = false;  // has line breaks, and every one of them is "\r\n"
+    bool mixed = false; // has both "\r\n" and bare "\n" breaks (left as they are)
+};
+TextShape detect_shape(std::string_view bytes);
+// Strips the BOM and, for a CRLF text, turns every "\r\n" into "\n".
+std::string normalize_text(std::string_view bytes, const TextShape& shape);
+// The inverse: every "\n" becomes "\r\n" for a CRLF text; the BOM goes back in front.
+std::string restore_shape(std::string_view text, const TextShape& shape);
+// "\r\n" → "\n" everywhere.
+std::string crlf_to_lf(std::string_view s);
+
+// ---- Numbering and counts ----------------------------------------------------------------
+
+// One line in the read/edit format: the number right-aligned in six columns, then "→".
+//   "   141→  compress(state)"
+std::string number_line(size_t number, std::string_view line);
+// Lines numbered from `first_line`, joined with '\n' (no final newline).
+std::string number_lines(const std::vector<std::string_view>& lines, size_t first_line);
+
+std::string with_thousands(uint64_t n);  // 1842 → "1,842"
+std::string format_size(uint64_t bytes);  // "512 bytes", "9.5 KB", "58 KB", "12.3 MB"
+// "1 line", "2 lines", "1,842 lines".
+std::string count_of(uint64_t n, std::string_view one, std::string_view many);
+
+// Shows `s` between double quotes as a C-style literal (\t, \r, \", \\, \xNN), cut to
+// `max_chars` code points with "…".
+std::string quote(std::string_view s, size_t max_chars = 100);
+
+// ---- Truncation --------------------------------------------------------------------------
+
+// Reported in metadata.truncation (snake_case keys of TOOL_PROTOCOL §1.1).
+struct TruncationInfo {
+    uint64_t original_bytes = 0;
+    uint64_t original_lines = 0;
+    uint64_t shown_head_lines = 0;
+    uint64_t shown_tail_lines = 0;
+    uint64_t omitted_lines = 0;
+    std::string spill_path{};  // empty when the full output could not be spilled
+
+    [[nodiscard]] nlohmann::json to_json() const;
+};
+
+struct TruncateLimits {
+    size_t max_lines = 0;
+    size_t max_bytes = 0;
+    size_t head_lines = 0;  // head_lines + tail_lines <= max_lines
+    size_t tail_lines = 0;
+};
+
+bool exceeds(std::string_view text, const TruncateLimits& limits);
+
+// The one marker line between head and tail:
+//   [... 1,842 lines omitted (58 KB). Full output: PATH — read or grep that file for the rest.]
+// Without a spill path: "[... 1,842 lines omitted (58 KB).]"
+std::string omission_marker(uint64_t lines, uint64_t bytes, std::string_view spill_path);
+
+struct Truncated {
+    std::string text{};
+    TruncationInfo info{};
+};
+
+// Middle-out: keeps up to head_lines from the start and tail_lines from the end within
+// max_bytes (the marker included), and puts the marker between them. A line too long for its
+// share is cut at a code point boundary. Text within the limits comes back unchanged.
+Truncated truncate_middle_out(std::string_view text, const TruncateLimits& limits,
+                              std::string_view spill_path);
+
+}  // namespace stockade::tools

@@ -1,0 +1,98 @@
+// A tool: its model-facing schema and description, and execute() over the Workspace seam.
+// Tool logic (edit cascade, truncation, formatting, diffs, stamps) runs in the supervisor on
+// bytes the worker read; only Workspace calls reach the sandbox (DESIGN.md §1).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "workspace/workspace.h"
+
+namespace stockade::tools {
+
+class FileStamps;
+class FileLocks;
+
+// What the model sees (content, is_error) and what the client and the event log see
+// (metadata → MCP structuredContent: title, diff, additions, deletions, strategy,
+// replacements, matches, files, truncation, duration_ms, ...).
+struct ToolResult {
+    std::string content{};
+    bool is_error = false;
+    nlohmann::json metadata = nlohmann::json::object();
+};
+
+// Where oversized outputs go: <state>/tool-output/<session>/<tool>-<call>.txt, a directory
+// that is mounted read-only into the sandbox at the same path. Returns that path.
+class SpillStore {
+public:
+    virtual ~SpillStore() = default;
+    virtual Result<std::string> spill(std::string_view tool, std::string_view call_id,
+                                      std::string_view content) = 0;
+};
+
+// Durable domain events the tools emit (the runner writes them to the session's event log).
+class ToolEvents {
+public:
+    virtual ~ToolEvents() = default;
+    virtual void file_read(const std::string& path, const std::string& sha256, uint64_t size,
+                           int64_t mtime_ns) = 0;
+    virtual void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
+                               int64_t mtime_ns, int additions, int deletions, bool created) = 0;
+};
+
+struct ToolContext {
+    std::string session_id{};
+    std::string call_id{};
+    workspace::Workspace* ws = nullptr;
+    FileStamps* stamps = nullptr;
+    FileLocks* locks = nullptr;
+    SpillStore* spill = nullptr;
+    ToolEvents* events = nullptr;
+    std::stop_token cancel{};
+};
+
+struct ToolAnnotations {
+    bool read_only = false;
+    bool destructive = false;
+    bool idempotent = false;
+    bool open_world = false;
+};
+
+class Tool {
+public:
+    virtual ~Tool() = default;
+    [[nodiscard]] virtual std::string_view name() const = 0;
+    [[nodiscard]] virtual std::string_view title() const = 0;
+    [[nodiscard]] virtual std::string_view description() const = 0;
+    // JSON Schema of the arguments: type object, snake_case, additionalProperties false.
+    [[nodiscard]] virtual nlohmann::json input_schema() const = 0;
+    [[nodiscard]] virtual ToolAnnotations annotations() const = 0;
+    // Arguments were validated against input_schema() by the caller (validate_arguments).
+    virtual ToolResult execute(const nlohmann::json& args, ToolContext& ctx) = 0;
+};
+
+// The five file tools, in tools/list order: read, write, edit, grep, glob.
+std::vector<std::unique_ptr<Tool>> make_file_tools();
+
+// Checks args against a tool's schema. On failure: model-facing repair prose, e.g.
+//   Invalid input for tool "edit": parameter "old_string" is required. Please rewrite the
+//   input so it satisfies the expected schema.
+Status validate_arguments(const Tool& tool, const nlohmann::json& args);
+
+// Every result passes here last: content above 64 KB is cut (UTF-8 safe) and spilled.
+inline constexpr size_t kBackstopBytes = 64 * 1024;
+void apply_backstop(ToolResult& result, ToolContext& ctx, std::string_view tool_name);
+
+// The tool's entry in an MCP tools/list answer: name, title, description, inputSchema and
+// annotations (readOnlyHint, destructiveHint, idempotentHint, openWorldHint).
+nlohmann::json mcp_tool_entry(const Tool& tool);
+
+}  // namespace stockade::tools

@@ -1,0 +1,364 @@
+#include "tools/tool_support.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "tools/similar.h"
+#include "tools/text.h"
+
+namespace stockade::tools {
+namespace {
+
+const nlohmann::json* find_arg(const nlohmann::json& args, std::string_view key) {
+    if (!args.is_object()) {
+        return nullptr;
+    }
+    const auto it = args.find(std::string(key));
+    if (it == args.end() || it->is_null()) {
+        return nullptr;
+    }
+    return &*it;
+}
+
+std::string parent_of(std::string_view relative) {
+    const size_t slash = relative.rfind('/');
+    return slash == std::string_view::npos ? std::string() : std::string(relative.substr(0, slash));
+}
+
+bool is_glob_meta(char c) {
+    return c == '*' || c == '?' || c == '[' || c == ']' || c == '{' || c == '}' || c == '\\';
+}
+
+std::string escape_glob(std::string_view s) {
+    std::string out;
+    for (char c : s) {
+        if (is_glob_meta(c)) {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string arg_string(const nlohmann::json& args, std::string_view key) {
+    return opt_string(args, key).value_or(std::string());
+}
+
+std::optional<std::string> opt_string(const nlohmann::json& args, std::string_view key) {
+    const nlohmann::json* v = find_arg(args, key);
+    if (v == nullptr || !v->is_string()) {
+        return std::nullopt;
+    }
+    return v->get<std::string>();
+}
+
+std::optional<int64_t> opt_int(const nlohmann::json& args, std::string_view key) {
+    const nlohmann::json* v = find_arg(args, key);
+    if (v == nullptr) {
+        return std::nullopt;
+    }
+    if (v->is_number_integer()) {
+        return v->get<int64_t>();
+    }
+    if (v->is_number_unsigned()) {
+        return static_cast<int64_t>(std::min<uint64_t>(v->get<uint64_t>(), INT64_MAX));
+    }
+    if (v->is_number_float()) {
+        const double d = v->get<double>();
+        if (std::isfinite(d) && std::trunc(d) == d && std::fabs(d) < 9e18) {
+            return static_cast<int64_t>(d);
+        }
+    }
+    return std::nullopt;
+}
+
+bool opt_bool(const nlohmann::json& args, std::string_view key, bool fallback) {
+    const nlohmann::json* v = find_arg(args, key);
+    return v != nullptr && v->is_boolean() ? v->get<bool>() : fallback;
+}
+
+ToolResult error_result(std::string content, nlohmann::json metadata) {
+    ToolResult r;
+    r.content = std::move(content);
+    r.is_error = true;
+    r.metadata = std::move(metadata);
+    return r;
+}
+
+Result<workspace::ResolvedPath> resolve_tool_path(ToolContext& ctx, std::string_view input) {
+    const std::string ws_root = ctx.ws->root_path(workspace::Root::kWorkspace);
+    const std::string spill_root = ctx.ws->root_path(workspace::Root::kSpill);
+    Result<workspace::ResolvedPath> r = workspace::resolve_path(input, ws_root, spill_root);
+    if (r || r.error().code != Errc::kPermissionDenied || !input.starts_with('/')) {
+        return r;
+    }
+    // "/src/main.cc" meant as relative to the workspace?
+    const std::string_view relative = trim_left(input.substr(1));
+    if (relative.empty()) {
+        return r;
+    }
+    Result<workspace::ResolvedPath> alt = workspace::resolve_path(relative, ws_root, spill_root);
+    if (alt && !alt->relative.empty() && ctx.ws->stat(alt->root, alt->relative)) {
+        return Error{r.error().code,
+                     fmt::format("{} Maybe you meant {}?", r.error().message, alt->display)};
+    }
+    return r;
+}
+
+workspace::ResolvedPath workspace_root(ToolContext& ctx) {
+    Result<workspace::ResolvedPath> r = workspace::resolve_path(
+        "", ctx.ws->root_path(workspace::Root::kWorkspace), ctx.ws->root_path(workspace::Root::kSpill));
+    if (r) {
+        return *r;
+    }
+    return {.root = workspace::Root::kWorkspace,
+            .relative = "",
+            .display = ctx.ws->root_path(workspace::Root::kWorkspace)};
+}
+
+std::string short_path(const workspace::ResolvedPath& path) {
+    if (path.root == workspace::Root::kSpill) {
+        return path.display;
+    }
+    return path.relative.empty() ? "." : path.relative;
+}
+
+std::string not_found_message(ToolContext& ctx, const workspace::ResolvedPath& path,
+                              std::string_view noun, std::string_view next_step) {
+    std::vector<std::string> suggestions;
+    if (path.root == workspace::Root::kWorkspace && !path.relative.empty()) {
+        std::set<std::string> seen;
+        std::vector<std::string> candidates;
+        auto add = [&](std::string candidate) {
+            if (seen.insert(candidate).second) {
+                candidates.push_back(std::move(candidate));
+            }
+        };
+        // Entries next to the missing one, hidden and ignored ones included.
+        const std::string parent = parent_of(path.relative);
+        if (auto entries = ctx.ws->list(workspace::Root::kWorkspace, parent, 2000)) {
+            for (const workspace::DirEntry& e : *entries) {
+                add(parent.empty() ? e.name : parent + "/" + e.name);
+            }
+        }
+        // Every indexed file, and the directories they are in.
+        for (std::string& file : workspace_files(ctx, 200'000)) {
+            for (size_t slash = file.find('/'); slash != std::string::npos;
+                 slash = file.find('/', slash + 1)) {
+                add(file.substr(0, slash));
+            }
+            add(std::move(file));
+        }
+        suggestions = suggest_paths(path.relative, candidates, 3);
+    }
+    std::string msg = fmt::format("{} not found: {}.", noun, path.display);
+    if (!suggestions.empty()) {
+        msg += fmt::format(" Did you mean one of these? {}", fmt::join(suggestions, ", "));
+    } else {
+        msg += " Check the path, or use glob to find the file.";
+    }
+    if (!next_step.empty()) {
+        msg += suggestions.empty() ? " " : ". ";
+        msg += next_step;
+    }
+    return msg;
+}
+
+std::string io_failure(std::string_view verb, std::string_view display, const Error& error) {
+    const std::string detail =
+        error.sys_errno != 0 ? fmt::format(" ({})", errno_string(error.sys_errno)) : std::string();
+    switch (error.code) {
+        case Errc::kNotFound:
+            return fmt::format("Cannot {} {}: it or one of its parent directories does not exist{}.",
+                               verb, display, detail);
+        case Errc::kPermissionDenied:
+        case Errc::kPolicyDenied:
+            return fmt::format(
+                "Cannot {} {}: permission denied{}. Choose a path you are allowed to {} inside the "
+                "workspace.",
+                verb, display, detail, verb);
+        case Errc::kResourceExhausted:
+            return fmt::format(
+                "Cannot {} {}: out of space or over a size limit{}. Free some space or make the "
+                "content smaller.",
+                verb, display, detail);
+        case Errc::kDeadlineExceeded:
+            return fmt::format("Cannot {} {}: the workspace did not answer in time. Try again.", verb,
+                               display);
+        case Errc::kCancelled: return std::string(kCancelledText);
+        case Errc::kInvalidArgument:
+        case Errc::kAlreadyExists:
+        case Errc::kFailedPrecondition:
+            return fmt::format("Cannot {} {}: the path cannot be used here{}. Use a plain path to a "
+                               "file inside the workspace.",
+                               verb, display, detail);
+        case Errc::kUnavailable:
+        case Errc::kInternal:
+            break;
+    }
+    return fmt::format("Cannot {} {}: the workspace reported an error{}. Try again; if it persists, "
+                       "report it to the user.",
+                       verb, display, detail);
+}
+
+std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedPath& path) {
+    return fmt::format(
+        "{} is in the read-only directory of saved tool outputs ({}); it cannot be changed. "
+        "Write to a path inside the workspace ({}) instead.",
+        path.display, ctx.ws->root_path(workspace::Root::kSpill),
+        ctx.ws->root_path(workspace::Root::kWorkspace));
+}
+
+std::vector<std::string> rg_ignore_args(ToolContext& ctx, workspace::Root root) {
+    std::vector<std::string> args = {"--no-require-git", "--no-config"};
+    if (root == workspace::Root::kWorkspace) {
+        if (auto info = ctx.ws->stat(workspace::Root::kWorkspace, std::string(kIgnoreFile));
+            info && info->type == workspace::FileType::kFile) {
+            args.emplace_back("--ignore-file");
+            args.emplace_back(kIgnoreFile);
+        }
+    }
+    return args;
+}
+
+std::string rg_path_arg(const workspace::ResolvedPath& path) {
+    return path.relative.empty() ? "." : path.relative;
+}
+
+bool rg_fatal(const workspace::RgOutcome& out) {
+    if (out.exit_code != 2) {
+        return false;
+    }
+    for (std::string_view line : split_lines(out.err)) {
+        if (line.starts_with("error") || line.starts_with("regex parse error")) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string_view strip_dot_slash(std::string_view printed) {
+    while (printed.starts_with("./")) {
+        printed.remove_prefix(2);
+    }
+    return printed;
+}
+
+void sort_newest_first(ToolContext& ctx, workspace::Root root, std::vector<std::string>& paths,
+                       size_t max_dirs) {
+    std::map<std::string, std::vector<size_t>> by_dir;
+    for (size_t i = 0; i < paths.size(); ++i) {
+        by_dir[parent_of(paths[i])].push_back(i);
+        if (by_dir.size() > max_dirs) {
+            return;
+        }
+    }
+    std::vector<int64_t> mtime(paths.size(), 0);
+    for (const auto& [dir, members] : by_dir) {
+        Result<std::vector<workspace::DirEntry>> entries = ctx.ws->list(root, dir, 1'000'000);
+        if (!entries) {
+            continue;
+        }
+        std::unordered_map<std::string_view, int64_t> times;
+        for (const workspace::DirEntry& e : *entries) {
+            times.emplace(e.name, e.mtime_ns);
+        }
+        for (size_t i : members) {
+            const std::string_view path = paths[i];
+            const size_t slash = path.rfind('/');
+            const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+            if (auto it = times.find(name); it != times.end()) {
+                mtime[i] = it->second;
+            }
+        }
+    }
+    std::vector<size_t> order(paths.size());
+    for (size_t i = 0; i < order.size(); ++i) {
+        order[i] = i;
+    }
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        if (mtime[a] != mtime[b]) {
+            return mtime[a] > mtime[b];
+        }
+        return paths[a] < paths[b];
+    });
+    std::vector<std::string> sorted;
+    sorted.reserve(paths.size());
+    for (size_t i : order) {
+        sorted.push_back(std::move(paths[i]));
+    }
+    paths = std::move(sorted);
+}
+
+std::string rg_display_path(ToolContext& ctx, workspace::Root root, std::string_view printed) {
+    printed = strip_dot_slash(printed);
+    if (root == workspace::Root::kSpill) {
+        return fmt::format("{}/{}", ctx.ws->root_path(workspace::Root::kSpill), printed);
+    }
+    return std::string(printed);
+}
+
+std::string anchor_glob(std::string_view pattern, std::string_view dir) {
+    while (pattern.starts_with("./")) {
+        pattern.remove_prefix(2);
+    }
+    std::string_view body = pattern;
+    while (body.ends_with('/')) {
+        body.remove_suffix(1);
+    }
+    if (body.find('/') == std::string_view::npos || dir.empty()) {
+        return std::string(pattern);
+    }
+    if (pattern.starts_with(std::string(dir) + "/")) {
+        return std::string(pattern);  // already written from the root
+    }
+    if (pattern.starts_with('/')) {
+        return escape_glob(dir) + std::string(pattern);
+    }
+    return fmt::format("{}/{}", escape_glob(dir), pattern);
+}
+
+std::vector<std::string> workspace_files(ToolContext& ctx, size_t max) {
+    std::vector<std::string> files;
+    workspace::RgRequest req;
+    req.root = workspace::Root::kWorkspace;
+    req.args = {"--files"};
+    for (std::string& a : rg_ignore_args(ctx, workspace::Root::kWorkspace)) {
+        req.args.push_back(std::move(a));
+    }
+    req.args.emplace_back("--");
+    req.args.emplace_back(".");
+    Result<workspace::RgOutcome> out = ctx.ws->run_rg(req);
+    if (!out) {
+        return files;
+    }
+    for (std::string_view line : split_lines(out->out)) {
+        if (files.size() == max) {
+            break;
+        }
+        if (out->truncated && line.data() + line.size() == out->out.data() + out->out.size()) {
+            break;  // the last line may be cut
+        }
+        if (!line.empty()) {
+            files.push_back(rg_display_path(ctx, workspace::Root::kWorkspace, line));
+        }
+    }
+    return files;
+}
+
+std::string spill_text(ToolContext& ctx, std::string_view tool, std::string_view content) {
+    if (ctx.spill == nullptr) {
+        return {};
+    }
+    Result<std::string> path = ctx.spill->spill(tool, ctx.call_id, content);
+    return path ? *path : std::string();
+}
+
+}  // namespace stockade::tools

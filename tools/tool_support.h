@@ -1,0 +1,99 @@
+// What the five file tools share: argument access, path resolution with the model-facing
+// hints, not-found suggestions, the ripgrep arguments every search uses, spilling, and the
+// model-facing sentence for a failed Workspace call.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "tools/tool.h"
+#include "workspace/workspace.h"
+
+namespace stockade::tools {
+
+inline constexpr uint64_t kMaxFileBytes = 10ULL << 20;  // read refuses (and pages within) this
+
+// ---- Arguments (already checked by validate_arguments; null counts as omitted) ----------
+
+std::string arg_string(const nlohmann::json& args, std::string_view key);
+std::optional<std::string> opt_string(const nlohmann::json& args, std::string_view key);
+std::optional<int64_t> opt_int(const nlohmann::json& args, std::string_view key);
+bool opt_bool(const nlohmann::json& args, std::string_view key, bool fallback);
+
+// ---- Results -----------------------------------------------------------------------------
+
+ToolResult error_result(std::string content, nlohmann::json metadata = nlohmann::json::object());
+
+class Stopwatch {
+public:
+    [[nodiscard]] int64_t ms() const {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::steady_clock::now() - start_)
+            .count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+inline constexpr std::string_view kCancelledText = "[Tool execution cancelled by user]";
+
+// ---- Paths -------------------------------------------------------------------------------
+
+// resolve_path against the context's roots. For an absolute path outside the workspace that
+// exists when read as relative to it, the error adds "Maybe you meant <that path>?".
+Result<workspace::ResolvedPath> resolve_tool_path(ToolContext& ctx, std::string_view input);
+// The workspace root itself.
+workspace::ResolvedPath workspace_root(ToolContext& ctx);
+// For titles and listings: workspace-relative ("." for the root); absolute for spill files.
+std::string short_path(const workspace::ResolvedPath& path);
+// "<noun> not found: PATH. Did you mean one of these? a, b" (up to 3 suggestions from the
+// parent directory's listing and rg --files), or a plain sentence with a next step.
+std::string not_found_message(ToolContext& ctx, const workspace::ResolvedPath& path,
+                              std::string_view noun = "File", std::string_view next_step = {});
+// "Cannot write PATH: permission denied. …" for a failed Workspace call.
+std::string io_failure(std::string_view verb, std::string_view display, const Error& error);
+// The spill directory cannot be changed.
+std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedPath& path);
+
+// ---- ripgrep -----------------------------------------------------------------------------
+
+inline constexpr std::string_view kIgnoreFile = ".stockadeignore";
+
+// Ignore handling shared by grep and glob: .gitignore even outside a git repository, and
+// .stockadeignore (workspace root) when it exists.
+std::vector<std::string> rg_ignore_args(ToolContext& ctx, workspace::Root root);
+// The search path argument: "." for the root, else the relative path.
+std::string rg_path_arg(const workspace::ResolvedPath& path);
+// A path printed by rg (relative to the root, maybe "./"-prefixed) as the model should see it.
+std::string rg_display_path(ToolContext& ctx, workspace::Root root, std::string_view printed);
+// Makes a glob written relative to the search directory `dir` match from the root, as rg's
+// --glob does; a pattern without '/' matches file names at any depth and is left alone.
+std::string anchor_glob(std::string_view pattern, std::string_view dir);
+// Sorts root-relative file paths newest first (ties by path). rg's --sort orders siblings
+// during its walk, not the whole result, so the mtimes come from one listing per directory.
+// With more than `max_dirs` directories involved, the order is left as it is.
+void sort_newest_first(ToolContext& ctx, workspace::Root root, std::vector<std::string>& paths,
+                       size_t max_dirs = 5000);
+// rg exits 2 both when it could not run (bad pattern or glob: stderr lines start with
+// "error" or "regex parse error") and when only some files could not be read ("rg: path:
+// Permission denied"); only the former means the search did not happen.
+bool rg_fatal(const workspace::RgOutcome& out);
+// A path as rg printed it, without "./".
+std::string_view strip_dot_slash(std::string_view printed);
+// Up to `max` workspace files (rg --files), for near-miss suggestions.
+std::vector<std::string> workspace_files(ToolContext& ctx, size_t max);
+
+// ---- Spill -------------------------------------------------------------------------------
+
+// Spills `content` and returns its path, or "" if there is no spill store or it failed.
+std::string spill_text(ToolContext& ctx, std::string_view tool, std::string_view content);
+
+}  // namespace stockade::tools

@@ -1,0 +1,174 @@
+// write (TOOL_PROTOCOL §3): create a file or replace all of it. An existing file must have been
+// read this session and be unchanged on disk since (FileStamps); its line endings and BOM are
+// kept; the Workspace writes atomically and keeps the mode.
+#include <fmt/format.h>
+
+#include "tools/diff.h"
+#include "tools/file_locks.h"
+#include "tools/file_stamps.h"
+#include "tools/file_tools.h"
+#include "tools/text.h"
+#include "tools/tool_support.h"
+
+namespace stockade::tools {
+namespace {
+
+constexpr std::string_view kDescription =
+    "Write a complete file to the workspace, creating it (and parent directories) if needed, or "
+    "fully replacing its content if it exists. To modify part of an existing file, use the edit "
+    "tool instead \u2014 write replaces the whole file. You must have read an existing file with "
+    "the read tool during this session before overwriting it; if the file changed on disk since "
+    "you read it, the write is refused and you must re-read first. An existing file keeps its "
+    "line endings (CRLF stays CRLF) and its UTF-8 byte order mark.";
+
+// The model writes "\n"; a CRLF file stays CRLF and a file with a BOM keeps it.
+std::string conform(std::string_view content, const TextShape& old_shape) {
+    TextShape shape;
+    shape.crlf = old_shape.crlf;
+    shape.bom = old_shape.bom && !content.starts_with(kUtf8Bom);
+    return restore_shape(old_shape.crlf ? crlf_to_lf(content) : std::string(content), shape);
+}
+
+class WriteTool final : public Tool {
+public:
+    [[nodiscard]] std::string_view name() const override { return "write"; }
+    [[nodiscard]] std::string_view title() const override { return "Write file"; }
+    [[nodiscard]] std::string_view description() const override { return kDescription; }
+    [[nodiscard]] nlohmann::json input_schema() const override {
+        return {
+            {"type", "object"},
+            {"properties",
+             {
+                 {"file_path",
+                  {{"type", "string"},
+                   {"description", "Path of the file to write (absolute preferred)."}}},
+                 {"content",
+                  {{"type", "string"}, {"description", "The complete new content of the file."}}},
+             }},
+            {"required", {"file_path", "content"}},
+            {"additionalProperties", false},
+        };
+    }
+    [[nodiscard]] ToolAnnotations annotations() const override {
+        return {.read_only = false, .destructive = true, .idempotent = true, .open_world = false};
+    }
+
+    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
+        const Stopwatch clock;
+        ToolResult r = run(args, ctx);
+        r.metadata["duration_ms"] = clock.ms();
+        return r;
+    }
+
+private:
+    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
+        if (!resolved) {
+            return error_result(resolved.error().message);
+        }
+        const workspace::ResolvedPath& path = *resolved;
+        if (path.root == workspace::Root::kSpill) {
+            return error_result(read_only_spill_message(ctx, path));
+        }
+        if (ctx.stamps == nullptr || ctx.locks == nullptr) {
+            return error_result("write is not available in this session (no file registry).");
+        }
+        const std::string content = arg_string(args, "content");
+
+        const FileLocks::Guard guard = ctx.locks->lock(path.display);
+        std::string old_bytes;
+        std::string new_bytes = content;
+        bool existed = false;
+        Result<workspace::FileInfo> info = ctx.ws->stat(path.root, path.relative);
+        if (info) {
+            if (info->type == workspace::FileType::kDirectory) {
+                return error_result(fmt::format(
+                    "{} is a directory, not a file. Give the path of a file to write, for "
+                    "example {}/NAME.",
+                    path.display, path.display));
+            }
+            if (info->type == workspace::FileType::kOther) {
+                return error_result(fmt::format(
+                    "{} is not a regular file (it is a device, socket or pipe); write only "
+                    "writes regular files.",
+                    path.display));
+            }
+            existed = true;
+            const std::optional<FileStamp> known = ctx.stamps->get(path.display);
+            if (!known) {
+                return error_result(fmt::format(
+                    "Refusing to overwrite {}: you have not read this file in this session. Read "
+                    "it first so you do not destroy existing content, then write or edit it.",
+                    path.display));
+            }
+            // One byte more than we saw tells a grown file apart without reading all of it.
+            Result<workspace::ReadData> current =
+                ctx.ws->read(path.root, path.relative, known->size + 1);
+            if (!current) {
+                return error_result(io_failure("read", path.display, current.error()));
+            }
+            if (current->truncated ||
+                ctx.stamps->check(path.display, current->bytes) != Freshness::kClean) {
+                return error_result(fmt::format(
+                    "Refusing to overwrite {}: the file changed on disk after you last read it "
+                    "(content hash mismatch). Someone else may be editing it. Re-read the file "
+                    "and reapply your change.",
+                    path.display));
+            }
+            old_bytes = std::move(current->bytes);
+            new_bytes = conform(content, detect_shape(old_bytes));
+        } else if (info.error().code != Errc::kNotFound) {
+            return error_result(io_failure("write", path.display, info.error()));
+        }
+
+        if (ctx.cancel.stop_requested()) {
+            return error_result(std::string(kCancelledText));
+        }
+        const DiffResult diff =
+            unified_diff(old_bytes, new_bytes, path.relative, {.created = !existed});
+        workspace::WriteRequest req;
+        req.root = path.root;
+        req.path = path.relative;
+        req.bytes = new_bytes;
+        Result<workspace::WriteOutcome> written = ctx.ws->write(req);
+        if (!written) {
+            return error_result(io_failure("write", path.display, written.error()));
+        }
+        const FileStamp s = ctx.stamps->stamp(path.display, new_bytes, written->info.mtime_ns);
+        if (ctx.events != nullptr) {
+            ctx.events->file_modified(path.display, s.sha256, s.size, s.mtime_ns, diff.additions,
+                                      diff.deletions, !existed);
+        }
+
+        const size_t new_lines = count_lines(new_bytes);
+        ToolResult r;
+        if (existed) {
+            r.content = fmt::format("Replaced {} (was {}, now {}).", path.display,
+                                    count_of(count_lines(old_bytes), "line", "lines"),
+                                    count_of(new_lines, "line", "lines"));
+        } else {
+            r.content = fmt::format("Wrote {} ({}).", path.display, count_of(new_lines, "line", "lines"));
+        }
+        r.metadata = {
+            {"title", existed ? fmt::format("Write {} \u00b7 +{} \u2212{}", short_path(path),
+                                            diff.additions, diff.deletions)
+                              : fmt::format("Write {} \u00b7 new file \u00b7 {}", short_path(path),
+                                            count_of(new_lines, "line", "lines"))},
+            {"path", path.display},
+            {"diff", diff.text},
+            {"additions", diff.additions},
+            {"deletions", diff.deletions},
+            {"created", !existed},
+            {"lines", new_lines},
+        };
+        return r;
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Tool> make_write_tool() {
+    return std::make_unique<WriteTool>();
+}
+
+}  // namespace stockade::tools
