@@ -1,0 +1,206 @@
+#include "runner/mcp/jsonrpc.h"
+
+#include <exception>
+#include <utility>
+
+namespace stockade::mcp::jsonrpc {
+
+namespace {
+
+using nlohmann::json;
+
+// The deepest nesting of arrays and objects in `text`, stopping early past `limit`. Brackets
+// inside strings do not count. Malformed text gives some number; the parser rejects it anyway.
+std::size_t nesting_depth(std::string_view text, std::size_t limit) {
+    std::size_t depth = 0;
+    std::size_t deepest = 0;
+    bool in_string = false;
+    bool escaped = false;
+    for (char c : text) {
+        if (in_string) {
+            if (escaped) {
+                escaped = false;
+            } else if (c == '\\') {
+                escaped = true;
+            } else if (c == '"') {
+                in_string = false;
+            }
+            continue;
+        }
+        switch (c) {
+            case '"':
+                in_string = true;
+                break;
+            case '[':
+            case '{':
+                if (++depth > deepest) {
+                    deepest = depth;
+                    if (deepest > limit) {
+                        return deepest;
+                    }
+                }
+                break;
+            case ']':
+            case '}':
+                if (depth > 0) {
+                    --depth;
+                }
+                break;
+            default:
+                break;
+        }
+    }
+    return deepest;
+}
+
+// nlohmann's what() reads "[json.exception.parse_error.101] parse error at line 1, ...": keep
+// the part after the bracketed tag.
+std::string parse_error_detail(const std::exception& e) {
+    std::string_view what = e.what();
+    if (auto pos = what.find("] "); pos != std::string_view::npos) {
+        what.remove_prefix(pos + 2);
+    }
+    return std::string(what);
+}
+
+DecodeFailure failure(ErrorCode code, std::string message, json id = nullptr) {
+    return DecodeFailure{.code = code, .message = std::move(message), .id = std::move(id)};
+}
+
+Decoded decode_object(json& doc) {
+    json id = nullptr;
+    auto id_it = doc.find("id");
+    const bool has_id = id_it != doc.end();
+    if (has_id && is_valid_id(*id_it)) {
+        id = *id_it;
+    }
+
+    auto version = doc.find("jsonrpc");
+    if (version == doc.end() || !version->is_string() ||
+        version->get_ref<const std::string&>() != "2.0") {
+        return failure(ErrorCode::kInvalidRequest, R"("jsonrpc" must be "2.0")", std::move(id));
+    }
+
+    auto method = doc.find("method");
+    if (method != doc.end()) {
+        if (!method->is_string()) {
+            return failure(ErrorCode::kInvalidRequest, "\"method\" must be a string",
+                           std::move(id));
+        }
+        json params = nullptr;
+        if (auto p = doc.find("params"); p != doc.end() && !p->is_null()) {
+            if (!p->is_object() && !p->is_array()) {
+                return failure(ErrorCode::kInvalidRequest, "\"params\" must be an object",
+                               std::move(id));
+            }
+            params = std::move(*p);
+        }
+        std::string name = std::move(method->get_ref<std::string&>());
+        if (!has_id) {
+            return Message{Notification{.method = std::move(name), .params = std::move(params)}};
+        }
+        if (id.is_null()) {
+            return failure(ErrorCode::kInvalidRequest,
+                           "\"id\" must be a string or an integer (MCP forbids null ids)");
+        }
+        return Message{
+            Request{.id = std::move(id), .method = std::move(name), .params = std::move(params)}};
+    }
+
+    auto result = doc.find("result");
+    auto error = doc.find("error");
+    if (result != doc.end() || error != doc.end()) {
+        // A response is never answered, even a malformed one: replying could loop.
+        Response response{
+            .id = has_id ? *id_it : json(nullptr), .result = nullptr, .error = nullptr};
+        if (result != doc.end()) {
+            response.result = std::move(*result);
+        }
+        if (error != doc.end()) {
+            response.error = std::move(*error);
+        }
+        return Message{std::move(response)};
+    }
+    return failure(ErrorCode::kInvalidRequest,
+                   R"(message has neither "method" nor "result"/"error")", std::move(id));
+}
+
+}  // namespace
+
+Decoded decode(std::string_view text) noexcept {
+    try {
+        if (nesting_depth(text, kMaxNestingDepth) > kMaxNestingDepth) {
+            return failure(ErrorCode::kInvalidRequest,
+                           "message nests arrays or objects deeper than " +
+                               std::to_string(kMaxNestingDepth) + " levels");
+        }
+        json doc = json::parse(text.begin(), text.end());
+        if (doc.is_array()) {
+            return failure(ErrorCode::kInvalidRequest,
+                           "batches are not supported: MCP removed JSON-RPC batching in protocol "
+                           "2025-06-18; send one message per line");
+        }
+        if (!doc.is_object()) {
+            return failure(ErrorCode::kInvalidRequest, "a message must be a JSON object");
+        }
+        return decode_object(doc);
+    } catch (const json::parse_error& e) {
+        return failure(ErrorCode::kParseError, "Parse error: " + parse_error_detail(e));
+    } catch (const std::exception& e) {
+        return failure(ErrorCode::kInternalError, std::string("Internal error: ") + e.what());
+    }
+}
+
+bool is_valid_id(const nlohmann::json& id) noexcept {
+    return id.is_string() || id.is_number_integer();  // number_integer covers unsigned too
+}
+
+std::string id_text(const nlohmann::json& id) {
+    if (id.is_string()) {
+        return id.get<std::string>();
+    }
+    return dump(id);
+}
+
+std::string id_key(const nlohmann::json& id) {
+    return dump(id);
+}
+
+std::string dump(const nlohmann::json& value) {
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string encode_result(const nlohmann::json& id, nlohmann::json result) {
+    json message = json::object();
+    message["jsonrpc"] = "2.0";
+    message["id"] = id;
+    message["result"] = std::move(result);
+    return dump(message);
+}
+
+std::string encode_error(const nlohmann::json& id, ErrorCode code, std::string_view message,
+                         const nlohmann::json& data) {
+    json error = json::object();
+    error["code"] = static_cast<int>(code);
+    error["message"] = std::string(message);
+    if (!data.is_null()) {
+        error["data"] = data;
+    }
+    json reply = json::object();
+    reply["jsonrpc"] = "2.0";
+    reply["id"] = id;
+    reply["error"] = std::move(error);
+    return dump(reply);
+}
+
+std::string encode_notification(std::string_view method, nlohmann::json params) {
+    json message = json::object();
+    message["jsonrpc"] = "2.0";
+    message["method"] = std::string(method);
+    if (!params.is_null()) {
+        message["params"] = std::move(params);
+    }
+    return dump(message);
+}
+
+}  // namespace stockade::mcp::jsonrpc

@@ -1,0 +1,99 @@
+#include <variant>
+
+#include <gtest/gtest.h>
+
+#include "runner/mcp/protocol.h"
+
+namespace stockade::mcp {
+namespace {
+
+using nlohmann::json;
+
+json modern_meta(json version, json capabilities = json::object()) {
+    json meta = {{std::string(kMetaProtocolVersion), std::move(version)}};
+    if (!capabilities.is_null()) {
+        meta[std::string(kMetaClientCapabilities)] = std::move(capabilities);
+    }
+    return {{"_meta", std::move(meta)}};
+}
+
+TEST(ProtocolTest, InitializeEchoesASupportedLegacyVersionElseOurLatestLegacy) {
+    EXPECT_EQ(negotiate_initialize_version("2025-11-25"), "2025-11-25");
+    EXPECT_EQ(negotiate_initialize_version("2025-06-18"), "2025-06-18");
+    EXPECT_EQ(negotiate_initialize_version("2024-11-05"), "2025-11-25");
+    EXPECT_EQ(negotiate_initialize_version("2026-07-28"), "2025-11-25");  // no handshake there
+    EXPECT_EQ(negotiate_initialize_version("banana"), "2025-11-25");
+}
+
+TEST(ProtocolTest, OnlyTheStatelessRevisionIsModern) {
+    EXPECT_TRUE(is_modern_version("2026-07-28"));
+    EXPECT_FALSE(is_modern_version("2025-11-25"));
+    EXPECT_FALSE(is_modern_version("2099-01-01"));  // unknown, so not served at all
+    EXPECT_EQ(supported_versions().front(), kProtocol20260728);
+}
+
+TEST(ProtocolTest, RequestWithoutMetaUsesTheSessionVersion) {
+    LegacySession session{.initialized = true,
+                          .version = "2025-06-18",
+                          .client_info = {{"name", "c"}},
+                          .client_capabilities = {{"roots", json::object()}}};
+    auto resolved = resolve_protocol(json::object(), session);
+    ASSERT_TRUE(std::holds_alternative<RequestProtocol>(resolved));
+    const auto& p = std::get<RequestProtocol>(resolved);
+    EXPECT_EQ(p.version, "2025-06-18");
+    EXPECT_FALSE(p.stateless);
+    EXPECT_FALSE(p.modern);
+    EXPECT_EQ(p.client_info, json({{"name", "c"}}));
+    EXPECT_EQ(p.client_capabilities, json({{"roots", json::object()}}));
+}
+
+TEST(ProtocolTest, RequestBeforeInitializeIsServedAsLatestLegacy) {
+    auto resolved = resolve_protocol(nullptr, LegacySession{});
+    ASSERT_TRUE(std::holds_alternative<RequestProtocol>(resolved));
+    EXPECT_EQ(std::get<RequestProtocol>(resolved).version, "2025-11-25");
+}
+
+TEST(ProtocolTest, ModernMetaSelectsStatelessServing) {
+    json params = modern_meta("2026-07-28", {{"elicitation", json::object()}});
+    params["_meta"][std::string(kMetaClientInfo)] = {{"name", "x"}, {"version", "1"}};
+    params["_meta"]["progressToken"] = "tok";
+    LegacySession session;
+    session.initialized = true;
+    session.version = "2025-06-18";
+    auto resolved = resolve_protocol(params, session);
+    ASSERT_TRUE(std::holds_alternative<RequestProtocol>(resolved));
+    const auto& p = std::get<RequestProtocol>(resolved);
+    EXPECT_EQ(p.version, "2026-07-28");
+    EXPECT_TRUE(p.stateless);
+    EXPECT_TRUE(p.modern);
+    EXPECT_EQ(p.client_capabilities, json({{"elicitation", json::object()}}));
+    EXPECT_EQ(p.client_info, json({{"name", "x"}, {"version", "1"}}));
+    EXPECT_EQ(p.progress_token, json("tok"));
+}
+
+TEST(ProtocolTest, UnsupportedVersionListsWhatWeSupport) {
+    auto resolved = resolve_protocol(modern_meta("1900-01-01"), LegacySession{});
+    ASSERT_TRUE(std::holds_alternative<ProtocolError>(resolved));
+    const auto& e = std::get<ProtocolError>(resolved);
+    EXPECT_EQ(e.code, jsonrpc::ErrorCode::kUnsupportedProtocolVersion);
+    EXPECT_EQ(e.data, json({{"supported", {"2026-07-28", "2025-11-25", "2025-06-18"}},
+                            {"requested", "1900-01-01"}}));
+}
+
+TEST(ProtocolTest, MissingOrMistypedRequiredMetaIsInvalidParams) {
+    auto missing = resolve_protocol(modern_meta("2026-07-28", nullptr), LegacySession{});
+    ASSERT_TRUE(std::holds_alternative<ProtocolError>(missing));
+    EXPECT_EQ(std::get<ProtocolError>(missing).code, jsonrpc::ErrorCode::kInvalidParams);
+    auto not_string = resolve_protocol(modern_meta(20260728), LegacySession{});
+    ASSERT_TRUE(std::holds_alternative<ProtocolError>(not_string));
+    EXPECT_EQ(std::get<ProtocolError>(not_string).code, jsonrpc::ErrorCode::kInvalidParams);
+}
+
+TEST(ProtocolTest, ProgressTokenIsReadInBothEras) {
+    auto resolved = resolve_protocol({{"_meta", {{"progressToken", 9}}}}, LegacySession{});
+    ASSERT_TRUE(std::holds_alternative<RequestProtocol>(resolved));
+    EXPECT_EQ(std::get<RequestProtocol>(resolved).progress_token, json(9));
+}
+
+}  // namespace
+}  // namespace stockade::mcp
