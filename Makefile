@@ -10,7 +10,7 @@ BUILD_TYPE ?= RelWithDebInfo
 PACKAGES := $(shell sed -e 's/\#.*//' debian-packages.txt)
 DEPS_STAMP := $(BUILD_DIR)/.deps-installed
 
-.PHONY: all deps build run test unit integration fuzz-build bench format tidy clean
+.PHONY: all deps e2e-deps build run test unit integration e2e fuzz-build bench format tidy clean
 
 all: build
 
@@ -33,20 +33,31 @@ build: deps $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	$(BUILD_DIR)/stockade run --workspace "$(CURDIR)" -- bash
+	$(BUILD_DIR)/stockade serve --workspace "$(CURDIR)"
 
 # Fuzz targets are built with clang-14's libFuzzer; their corpora replay under ctest in the
 # main build (which links the same targets with a replay main()).
 fuzz-build: deps
 	cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTOCKADE_FUZZ=ON \
-	    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+	    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+	    -DCMAKE_CXX_FLAGS=-fsanitize=fuzzer-no-link,address,undefined
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target stockade_fuzzers
 
-test: build
+# The end-to-end suite drives `stockade serve` with the official MCP TypeScript SDK, installed
+# from the npm registry at the versions pinned in tests/e2e/package-lock.json.
+E2E_STAMP := tests/e2e/node_modules/.package-lock.json
+e2e-deps: $(E2E_STAMP)
+$(E2E_STAMP): tests/e2e/package-lock.json $(DEPS_STAMP)
+	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
+
+test: build e2e-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 --no-tests=error
 
 unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit --no-tests=error
+
+e2e: build e2e-deps
+	cd $(BUILD_DIR) && ctest --output-on-failure -L e2e --no-tests=error
 
 integration: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L 'integration|security' --no-tests=error

@@ -1,12 +1,16 @@
 // stockade: the CLI. Each verb is a file of its own (run_command.cc, doctor_command.cc).
 #include <unistd.h>
 
+#include <string_view>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common/log.h"
 #include "runner/doctor_command.h"
 #include "runner/run_command.h"
+#include "runner/serve_command.h"
+#include "runner/session_worker.h"
 
 #ifndef STOCKADE_VERSION
 #define STOCKADE_VERSION "0.0.0"
@@ -49,9 +53,25 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
         "found, 77 if the isolation level asked for is not available, 2 for a usage error.");
 }
 
+void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    app.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
+        ->capture_default_str();
+    app.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
+        ->capture_default_str();
+    app.add_option("--memory", o.memory, "Memory limit of the session's sandbox, e.g. 2G");
+    app.add_option("--pids", o.pids, "Maximum number of processes in the session's sandbox");
+    app.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
+    app.add_option("--tmp-size", o.tmp_size, "Size of the sandbox's /tmp (default 1G)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    // The session worker: this binary, exec'd inside the sandbox by `serve` and `call`.
+    if (argc == 4 && std::string_view(argv[1]) == "__worker") {
+        stockade::log::init("warn");
+        return stockade::runner::worker_main(argv[2], argv[3]);
+    }
     stockade::log::init();
     CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};
     app.set_version_flag("--version", std::string("stockade ") + STOCKADE_VERSION);
@@ -62,6 +82,31 @@ int main(int argc, char** argv) {
     add_run_options(*run, run_options);
     CLI::App* doctor = app.add_subcommand("doctor", "Check what isolation this host can give");
 
+    stockade::runner::ServeOptions serve_options;
+    CLI::App* serve = app.add_subcommand(
+        "serve", "Serve MCP on stdin/stdout: every tool call runs in the session's sandbox");
+    serve->add_option("--workspace", serve_options.workspace,
+                      "Project directory (default: the current directory)");
+    serve->add_option("--state-dir", serve_options.state_dir,
+                      "Where sessions keep their event log and spilled output (default: "
+                      "$STOCKADE_STATE_DIR, $XDG_STATE_HOME/stockade or ~/.local/state/stockade)");
+    serve->add_option("--resume", serve_options.resume,
+                      "Continue a session: its file stamps are rebuilt from its event log");
+    add_sandbox_options(*serve, serve_options.sandbox);
+
+    stockade::runner::CallOptions call_options;
+    CLI::App* call = app.add_subcommand(
+        "call", "Run one tool call from the shell: stockade call read '{\"file_path\": \"README.md\"}'");
+    call->add_option("tool", call_options.tool, "read, write, edit, grep or glob")->required();
+    call->add_option("arguments", call_options.arguments, "The arguments, a JSON object")
+        ->required();
+    call->add_option("--workspace", call_options.workspace,
+                     "Project directory (default: the current directory)");
+    call->add_option("--state-dir", call_options.state_dir, "State directory (as for serve)");
+    call->add_flag("--json", call_options.json,
+                   "Print the whole result (content, structuredContent, isError) as JSON");
+    add_sandbox_options(*call, call_options.sandbox);
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -71,7 +116,12 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::string where = run->parsed() ? "stockade run" : "stockade";
+        std::string where = "stockade";
+        for (CLI::App* verb : {run, doctor, serve, call}) {
+            if (verb->parsed()) {
+                where += " " + verb->get_name();
+            }
+        }
         fmt::print(stderr, "{}: {}. Run '{} --help' for usage.\n", where, e.what(), where);
         return kExitUsage;
     }
@@ -80,6 +130,12 @@ int main(int argc, char** argv) {
     }
     if (doctor->parsed()) {
         return stockade::runner::doctor_command();
+    }
+    if (serve->parsed()) {
+        return stockade::runner::serve_command(serve_options);
+    }
+    if (call->parsed()) {
+        return stockade::runner::call_command(call_options);
     }
     return kExitUsage;
 }

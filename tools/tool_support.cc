@@ -1,5 +1,7 @@
 #include "tools/tool_support.h"
 
+#include <cerrno>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -180,6 +182,14 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
                                verb, display, detail);
         case Errc::kPermissionDenied:
         case Errc::kPolicyDenied:
+            if (error.sys_errno == EXDEV) {
+                // The worker resolves paths beneath the workspace and refuses links out of it.
+                return fmt::format(
+                    "Cannot {} {}: the path goes through a symbolic link that leads outside the "
+                    "workspace, and links are only followed while they stay inside it. Use the "
+                    "file's real path inside the workspace instead.",
+                    verb, display);
+            }
             return fmt::format(
                 "Cannot {} {}: permission denied{}. Choose a path you are allowed to {} inside the "
                 "workspace.",

@@ -1,0 +1,55 @@
+// The session's event log: the product's audit record (DESIGN.md §6), not developer logging.
+// Versioned JSONL, append-only; durable events are fsync'd before the call returns.
+//   {"v":1,"seq":7,"ts":"2026-11-30T12:00:00.123Z","session":"s-…","type":"ToolCompleted",...}
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace stockade::runner {
+
+inline constexpr int kEventSchemaVersion = 1;
+
+class EventLog {
+public:
+    // Opens (creating) the log for appending; sequence numbers continue after existing events.
+    static Result<EventLog> open(const std::string& path, std::string session_id);
+
+    EventLog(EventLog&& other) noexcept;
+    EventLog& operator=(EventLog&&) = delete;
+    EventLog(const EventLog&) = delete;
+    EventLog& operator=(const EventLog&) = delete;
+    ~EventLog() = default;
+
+    // Appends one event. Thread-safe. Failures are logged, never thrown: the audit record must
+    // not take a tool call down with it.
+    void append(std::string_view type, nlohmann::json fields, bool durable);
+
+    // Every well-formed event of a log, in order, and how many lines were unreadable.
+    struct Replay {
+        std::vector<nlohmann::json> events;
+        size_t skipped = 0;
+    };
+    static Result<Replay> read_all(const std::string& path);
+
+private:
+    EventLog(UniqueFd fd, std::string session_id, uint64_t next_seq)
+        : fd_(std::move(fd)), session_id_(std::move(session_id)), next_seq_(next_seq) {}
+    std::mutex mutex_;
+    UniqueFd fd_;
+    std::string session_id_;
+    uint64_t next_seq_ = 1;
+};
+
+// "2026-11-30T12:00:00.123Z"
+std::string utc_timestamp();
+
+}  // namespace stockade::runner

@@ -1,0 +1,130 @@
+#include "runner/serve_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "runner/mcp/server.h"
+#include "runner/session.h"
+
+#ifndef STOCKADE_VERSION
+#define STOCKADE_VERSION "0.0.0"
+#endif
+
+namespace stockade::runner {
+
+namespace {
+
+constexpr int kExitToolError = 1;
+
+mcp::McpServer* g_server = nullptr;
+
+void stop_on_signal(int) {
+    if (g_server != nullptr) {
+        g_server->request_stop();
+    }
+}
+
+Result<std::unique_ptr<Session>> open_session(const std::string& workspace, const std::string& state_dir,
+                                              const std::string& resume, const RunOptions& sandbox) {
+    return Session::open(SessionConfig{
+        .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox});
+}
+
+}  // namespace
+
+int serve_command(const ServeOptions& options) {
+    (void)::signal(SIGPIPE, SIG_IGN);
+    // The protocol gets private copies of stdin and stdout; fds 0 and 1 become /dev/null and
+    // stderr, so that nothing else — a library's stray print, a child — can read the protocol
+    // or write into it.
+    int proto_in = ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 3);
+    int proto_out = ::fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+    int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (proto_in < 0 || proto_out < 0 || null < 0 || ::dup2(null, STDIN_FILENO) < 0 ||
+        ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+        fmt::print(stderr, "stockade serve: cannot set up stdio: {}\n", errno_string(errno));
+        return kExitSetupFailed;
+    }
+    ::close(null);
+    UniqueFd in_fd(proto_in);
+    UniqueFd out_fd(proto_out);
+    auto session = open_session(options.workspace, options.state_dir, options.resume, options.sandbox);
+    if (!session) {
+        fmt::print(stderr, "stockade serve: {}\n", session.error().message);
+        return session.error().code == Errc::kInvalidArgument || session.error().code == Errc::kNotFound
+                   ? kExitUsage
+                   : kExitSetupFailed;
+    }
+    if (auto started = (*session)->start_worker(); !started) {
+        fmt::print(stderr, "stockade serve: {}\n", started.error().message);
+        return started.error().code == Errc::kUnavailable ? kExitUnavailable : kExitSetupFailed;
+    }
+    const std::string& ws = (*session)->workspace();
+    fmt::print(stderr,
+               "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
+               "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
+               "  Event log: {}\n"
+               "  Resume later with: stockade serve --workspace {} --resume {}\n",
+               (*session)->paths().id, ws, ws, (*session)->paths().events, ws, (*session)->paths().id);
+    mcp::ServerOptions server_options;
+    server_options.version = STOCKADE_VERSION;
+    server_options.instructions =
+        "Every tool runs inside a sandbox that sees only this workspace: paths outside it are "
+        "refused, and nothing you run can reach the network unless the operator allowed it.";
+    mcp::McpServer server(**session, server_options);
+    g_server = &server;
+    struct sigaction sa {};
+    sa.sa_handler = stop_on_signal;
+    (void)::sigaction(SIGTERM, &sa, nullptr);
+    (void)::sigaction(SIGINT, &sa, nullptr);
+    (void)::sigaction(SIGHUP, &sa, nullptr);
+    auto served = server.run(in_fd.get(), out_fd.get());
+    g_server = nullptr;
+    session->reset();  // stops the worker: nothing outlives the session
+    if (!served) {
+        fmt::print(stderr, "stockade serve: {}\n", served.error().message);
+        return kExitSetupFailed;
+    }
+    return 0;
+}
+
+int call_command(const CallOptions& options) {
+    (void)::signal(SIGPIPE, SIG_IGN);
+    nlohmann::json arguments = nlohmann::json::parse(options.arguments, nullptr, false);
+    if (arguments.is_discarded() || !arguments.is_object()) {
+        fmt::print(stderr,
+                   "stockade call: the arguments must be a JSON object, e.g. '{{\"file_path\": "
+                   "\"README.md\"}}'\n");
+        return kExitUsage;
+    }
+    auto session = open_session(options.workspace, options.state_dir, "", options.sandbox);
+    if (!session) {
+        fmt::print(stderr, "stockade call: {}\n", session.error().message);
+        return kExitUsage;
+    }
+    mcp::ToolCallResult result = (*session)->call(options.tool, arguments, "cli");
+    if (result.unknown_tool) {
+        std::string known;
+        for (const auto& tool : (*session)->list_tools()) {
+            known += (known.empty() ? "" : ", ") + tool.name;
+        }
+        fmt::print(stderr, "stockade call: unknown tool \"{}\"; the tools are: {}\n", options.tool,
+                   known);
+        return kExitUsage;
+    }
+    if (options.json) {
+        nlohmann::json out = {{"content", {{{"type", "text"}, {"text", result.text}}}},
+                              {"structuredContent", result.structured},
+                              {"isError", result.is_error}};
+        fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+        fmt::print("{}\n", result.text);
+    }
+    return result.is_error ? kExitToolError : 0;
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,30 @@
+// `stockade serve`: MCP over stdio for one session; `stockade call`: one tool call from the shell.
+#pragma once
+
+#include <string>
+
+#include "runner/run_command.h"
+
+namespace stockade::runner {
+
+struct ServeOptions {
+    std::string workspace{};
+    std::string state_dir{};
+    std::string resume{};
+    RunOptions sandbox{};  // --isolation, --network, --memory, --pids, --cpu, --tmp-size
+};
+
+int serve_command(const ServeOptions& options);
+
+struct CallOptions {
+    std::string workspace{};
+    std::string state_dir{};
+    std::string tool{};
+    std::string arguments{};  // JSON object text
+    bool json = false;        // print the whole result, not only the model-facing text
+    RunOptions sandbox{};
+};
+
+int call_command(const CallOptions& options);
+
+}  // namespace stockade::runner

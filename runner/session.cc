@@ -1,0 +1,247 @@
+#include "runner/session.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/syscall.h"
+
+namespace stockade::runner {
+
+namespace {
+
+std::atomic<uint64_t> g_call_counter{0};
+
+// Call ids become file names (tool-output/<tool>-<call>.txt): keep them to a safe alphabet.
+std::string sanitize_call_id(const std::string& id) {
+    std::string out;
+    for (char c : id) {
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                  c == '-' || c == '_';
+        out.push_back(ok ? c : '_');
+        if (out.size() >= 64) {
+            break;
+        }
+    }
+    return out.empty() ? "call" : out;
+}
+
+}  // namespace
+
+// Spilled outputs: <session>/tool-output/<tool>-<call>.txt, read-only inside the sandbox.
+class Session::Spill final : public tools::SpillStore {
+public:
+    explicit Spill(std::string dir) : dir_(std::move(dir)) {}
+    Result<std::string> spill(std::string_view tool, std::string_view call_id,
+                              std::string_view content) override {
+        std::string path = fmt::format("{}/{}-{}.txt", dir_, tool, sanitize_call_id(std::string(call_id)));
+        int fd = retry_eintr([&] {
+            return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        });
+        if (fd < 0) {
+            return errno_error(fmt::format("spill \"{}\"", path), errno);
+        }
+        UniqueFd owned(fd);
+        RETURN_IF_ERROR(write_all(fd, content));
+        return path;
+    }
+
+private:
+    std::string dir_;
+};
+
+class Session::Events final : public tools::ToolEvents {
+public:
+    explicit Events(EventLog& log) : log_(log) {}
+    void file_read(const std::string& path, const std::string& sha256, uint64_t size,
+                   int64_t mtime_ns) override {
+        log_.append("FileRead", {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}},
+                    true);
+    }
+    void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
+                       int64_t mtime_ns, int additions, int deletions, bool created) override {
+        log_.append("FileModified",
+                    {{"path", path},
+                     {"sha256", sha256},
+                     {"size", size},
+                     {"mtime_ns", mtime_ns},
+                     {"additions", additions},
+                     {"deletions", deletions},
+                     {"created", created}},
+                    true);
+    }
+
+private:
+    EventLog& log_;
+};
+
+Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
+    char resolved[PATH_MAX];
+    std::string ws = config.workspace.empty() ? "." : config.workspace;
+    if (::realpath(ws.c_str(), resolved) == nullptr) {
+        return Error{Errc::kNotFound,
+                     fmt::format("workspace \"{}\" does not exist: create it or pass --workspace", ws)};
+    }
+    std::unique_ptr<Session> session(new Session());
+    session->workspace_ = resolved;
+    std::string state = config.state_dir.empty() ? default_state_dir() : config.state_dir;
+    std::string id = config.resume.empty() ? new_session_id() : config.resume;
+    if (!config.resume.empty() &&
+        !path_exists(fmt::format("{}/sessions/{}/events.jsonl", state, config.resume))) {
+        return Error{Errc::kNotFound,
+                     fmt::format("no session \"{}\" in \"{}\": check the id (stockade log lists "
+                                 "them) or the --state-dir",
+                                 config.resume, state)};
+    }
+    ASSIGN_OR_RETURN(session->paths_, open_session_dir(state, id));
+    prune_tool_outputs(state, id, config.spill_cap_bytes);
+    ASSIGN_OR_RETURN(EventLog log, EventLog::open(session->paths_.events, id));
+    session->log_ = std::make_unique<EventLog>(std::move(log));
+    session->spill_ = std::make_unique<Spill>(session->paths_.tool_output);
+    session->events_ = std::make_unique<Events>(*session->log_);
+    session->tools_ = tools::make_file_tools();
+    EventLog* raw_log = session->log_.get();
+    session->worker_ = std::make_unique<SessionWorker>(
+        WorkerConfig{.workspace = session->workspace_,
+                     .spill_dir = session->paths_.tool_output,
+                     .sandbox = config.sandbox},
+        [raw_log](std::string_view type, nlohmann::json fields) {
+            raw_log->append(type, std::move(fields), true);
+        });
+    if (!config.resume.empty()) {
+        size_t restored = session->replay_stamps();
+        session->log_->append("SessionResumed", {{"stamps", restored}}, true);
+    } else {
+        session->log_->append("SessionStarted", {{"workspace", session->workspace_}}, true);
+    }
+    return session;
+}
+
+Session::~Session() {
+    if (worker_) {
+        worker_->stop();
+    }
+    if (log_) {
+        log_->append("SessionEnded", nlohmann::json::object(), true);
+    }
+}
+
+Status Session::start_worker() { return worker_->start(); }
+
+size_t Session::replay_stamps() {
+    auto replay = EventLog::read_all(paths_.events);
+    if (!replay) {
+        return 0;
+    }
+    size_t restored = 0;
+    for (const auto& event : replay->events) {
+        const std::string type = event.value("type", "");
+        if (type != "FileRead" && type != "FileModified") {
+            continue;
+        }
+        if (!event.contains("path") || !event["path"].is_string() || !event.contains("sha256") ||
+            !event["sha256"].is_string()) {
+            continue;
+        }
+        stamps_.restore(event["path"].get<std::string>(),
+                        tools::FileStamp{.sha256 = event["sha256"].get<std::string>(),
+                                         .size = event.value("size", uint64_t{0}),
+                                         .mtime_ns = event.value("mtime_ns", int64_t{0})});
+        ++restored;
+    }
+    return restored;
+}
+
+std::vector<mcp::ToolInfo> Session::list_tools() {
+    std::vector<mcp::ToolInfo> out;
+    for (const auto& tool : tools_) {
+        tools::ToolAnnotations a = tool->annotations();
+        out.push_back(mcp::ToolInfo{.name = std::string(tool->name()),
+                                    .title = std::string(tool->title()),
+                                    .description = std::string(tool->description()),
+                                    .input_schema = tool->input_schema(),
+                                    .output_schema = nullptr,
+                                    .annotations = {.read_only_hint = a.read_only,
+                                                    .destructive_hint = a.destructive,
+                                                    .idempotent_hint = a.idempotent,
+                                                    .open_world_hint = a.open_world}});
+    }
+    return out;
+}
+
+mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::json& arguments,
+                                       const mcp::CallInfo& info) {
+    tools::Tool* tool = nullptr;
+    for (const auto& candidate : tools_) {
+        if (candidate->name() == name) {
+            tool = candidate.get();
+        }
+    }
+    if (tool == nullptr) {
+        return mcp::ToolCallResult{.text = "", .is_error = true, .structured = nullptr, .unknown_tool = true};
+    }
+    auto log = log::get("exec");
+    std::string call_id = fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
+    auto started = std::chrono::steady_clock::now();
+    log_->append("ToolRequested", {{"call", call_id}, {"tool", name}, {"arguments", arguments}}, true);
+
+    tools::ToolResult result;
+    if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
+        result.content = valid.error().message;
+        result.is_error = true;
+    } else {
+        log_->append("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
+        tools::ToolContext ctx{.session_id = paths_.id,
+                               .call_id = call_id,
+                               .ws = worker_.get(),
+                               .stamps = &stamps_,
+                               .locks = &locks_,
+                               .spill = spill_.get(),
+                               .events = events_.get(),
+                               .cancel = info.stop};
+        try {
+            result = tool->execute(arguments, ctx);
+        } catch (const std::exception& e) {
+            SPDLOG_LOGGER_ERROR(log, "tool threw session={} call={} tool={} what={}", paths_.id,
+                                call_id, name, e.what());
+            result.content = fmt::format("The {} tool failed inside Stockade ({}). This is a bug in "
+                                         "Stockade, not in your input; try a different approach.",
+                                         name, e.what());
+            result.is_error = true;
+        }
+        tools::apply_backstop(result, ctx, name);
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                     started)
+                  .count();
+    if (result.metadata.is_object()) {
+        result.metadata["duration_ms"] = ms;
+    }
+    log_->append(result.is_error ? "ToolFailed" : "ToolCompleted",
+                 {{"call", call_id}, {"tool", name}, {"duration_ms", ms}, {"is_error", result.is_error},
+                  {"content_bytes", result.content.size()}, {"metadata", result.metadata}},
+                 true);
+    SPDLOG_LOGGER_INFO(log, "call done session={} call={} tool={} error={} dur_ms={}", paths_.id,
+                       call_id, name, result.is_error, ms);
+    return mcp::ToolCallResult{.text = std::move(result.content),
+                               .is_error = result.is_error,
+                               .structured = std::move(result.metadata),
+                               .unknown_tool = false};
+}
+
+mcp::ToolCallResult Session::call(const std::string& name, const nlohmann::json& arguments,
+                                  const std::string& call_id) {
+    mcp::CallInfo info;
+    info.request_id = call_id;
+    info.progress = [](double, std::optional<double>, std::string) {};
+    return call_tool(name, arguments, info);
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,68 @@
+// A session: one agent's work on one workspace. Owns the sandboxed worker, the file stamps,
+// the per-file locks, the spill store and the event log, and runs tool calls through the path
+// of DESIGN.md §3: parse → (policy: a later issue) → run → truncate/spill → record.
+// It is the MCP server's ToolHost.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "runner/event_log.h"
+#include "runner/mcp/tool_host.h"
+#include "runner/run_command.h"
+#include "runner/session_worker.h"
+#include "runner/state_dir.h"
+#include "tools/file_locks.h"
+#include "tools/file_stamps.h"
+#include "tools/tool.h"
+
+namespace stockade::runner {
+
+struct SessionConfig {
+    std::string workspace{};  // must exist; resolved to an absolute path
+    std::string state_dir{};  // default_state_dir() when empty
+    std::string resume{};     // a session id to resume, or empty for a new session
+    RunOptions sandbox{};     // isolation, network, limits of the worker
+    uint64_t spill_cap_bytes = 512ULL << 20;
+};
+
+class Session final : public mcp::ToolHost {
+public:
+    static Result<std::unique_ptr<Session>> open(SessionConfig config);
+    ~Session() override;
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    [[nodiscard]] const SessionPaths& paths() const noexcept { return paths_; }
+    [[nodiscard]] const std::string& workspace() const noexcept { return workspace_; }
+    // Starts the worker now, so that a host that cannot sandbox fails at start-up.
+    Status start_worker();
+
+    std::vector<mcp::ToolInfo> list_tools() override;
+    mcp::ToolCallResult call_tool(const std::string& name, const nlohmann::json& arguments,
+                                  const mcp::CallInfo& info) override;
+
+    // Runs one call outside MCP (`stockade call`).
+    mcp::ToolCallResult call(const std::string& name, const nlohmann::json& arguments,
+                             const std::string& call_id);
+
+private:
+    class Spill;
+    class Events;
+    Session() = default;
+    // Rebuilds the file stamps from FileRead/FileModified events of a resumed session.
+    size_t replay_stamps();
+
+    std::string workspace_;
+    SessionPaths paths_;
+    std::unique_ptr<EventLog> log_;
+    std::unique_ptr<SessionWorker> worker_;
+    std::unique_ptr<Spill> spill_;
+    std::unique_ptr<Events> events_;
+    tools::FileStamps stamps_;
+    tools::FileLocks locks_;
+    std::vector<std::unique_ptr<tools::Tool>> tools_;
+};
+
+}  // namespace stockade::runner

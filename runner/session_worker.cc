@@ -1,0 +1,205 @@
+#include "runner/session_worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/syscall.h"
+#include "images/image.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/features.h"
+#include "workspace/local_workspace.h"
+#include "workspace/remote_workspace.h"
+#include "workspace/service.h"
+
+namespace stockade::runner {
+
+namespace {
+
+constexpr const char* kWorkerVerb = "__worker";
+
+}  // namespace
+
+SessionWorker::SessionWorker(WorkerConfig config, WorkerEvents events)
+    : config_(std::move(config)), events_(std::move(events)) {}
+
+SessionWorker::~SessionWorker() { stop(); }
+
+std::string SessionWorker::root_path(workspace::Root root) const {
+    switch (root) {
+        case workspace::Root::kWorkspace: return config_.workspace;
+        case workspace::Root::kSpill: return config_.spill_dir;
+    }
+    return config_.workspace;
+}
+
+Status SessionWorker::start() {
+    std::lock_guard lock(mutex_);
+    return remote_ ? Status{} : start_locked();
+}
+
+void SessionWorker::stop() noexcept {
+    std::lock_guard lock(mutex_);
+    reap_locked("session ended");
+}
+
+Status SessionWorker::start_locked() {
+    auto log = log::get("runner");
+    // The worker is this very binary, exec'd from a descriptor opened here (execveat): it
+    // need not be in the image, and nothing inside can write to it.
+    ASSIGN_OR_RETURN(UniqueFd self, open_path("/proc/self/exe", O_PATH));
+    ASSIGN_OR_RETURN(FdPair channel, make_socketpair(SOCK_STREAM));
+    ASSIGN_OR_RETURN(UniqueFd null, open_path("/dev/null", O_RDWR));
+
+    RunOptions options = config_.sandbox;
+    options.workspace = config_.workspace;
+    options.ro.push_back(config_.spill_dir);
+    options.command = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill_dir};
+    CallerContext caller = current_caller();
+    caller.cwd = config_.workspace;
+    caller.tty_fds = {};
+    auto built = build_run_spec(options, caller);
+    if (!built) {
+        return std::move(built).error().wrap("configure the session worker");
+    }
+    sandbox::SandboxSpec spec = std::move(built).value();
+    sandbox::HostFeatures features;
+    features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
+    features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
+    features.landlock = sandbox::probe_landlock();
+    if (spec.isolation == sandbox::Isolation::kAuto || spec.isolation == sandbox::Isolation::kFull) {
+        features.cgroups = sandbox::probe_cgroups();
+    }
+    ASSIGN_OR_RETURN(spec.isolation, sandbox::choose_isolation(spec.isolation, features));
+    spec.init = false;  // the worker is pid 1 and reaps
+    spec.exec_fd = self.get();
+    spec.pass_fds = {channel.second.get()};
+    spec.stdio = {null.get(), null.get(), -1};  // stdout is the protocol's: never the worker's
+
+    auto box = sandbox::launch(spec, features.cgroups);
+    if (!box) {
+        return std::move(box).error().wrap("start the session worker");
+    }
+    channel.second.reset();
+    sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(box).value());
+    auto remote = std::make_unique<workspace::RemoteWorkspace>(
+        std::move(channel.first), config_.workspace, config_.spill_dir);
+    if (auto hello = remote->handshake(); !hello) {
+        reap_locked("handshake failed");
+        return std::move(hello).error().wrap("connect to the session worker");
+    }
+    remote_ = std::move(remote);
+    ++generation_;
+    SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} level={}", sandbox_->pid(),
+                       generation_, sandbox::isolation_name(spec.isolation));
+    if (events_) {
+        events_("WorkerStarted", {{"pid", sandbox_->pid()},
+                                  {"generation", generation_},
+                                  {"isolation", sandbox::isolation_name(spec.isolation)}});
+    }
+    return {};
+}
+
+void SessionWorker::reap_locked(std::string_view reason) noexcept {
+    remote_.reset();
+    if (!sandbox_) {
+        return;
+    }
+    sandbox_->kill();
+    auto status = sandbox_->wait();
+    int code = status ? status->code : -1;
+    SPDLOG_LOGGER_INFO(log::get("runner"), "worker exited generation={} status={} reason={}",
+                       generation_, code, reason);
+    if (events_) {
+        events_("WorkerExited",
+                {{"generation", generation_}, {"status", code}, {"reason", std::string(reason)}});
+    }
+    sandbox_.reset();
+}
+
+template <class T, class Op>
+Result<T> SessionWorker::with_worker(Op op) {
+    std::lock_guard lock(mutex_);
+    if (remote_ && sandbox_) {
+        // A worker that died between calls (killed, OOM) is replaced before this call.
+        pollfd exited{sandbox_->pidfd(), POLLIN, 0};
+        if (::poll(&exited, 1, 0) > 0) {
+            reap_locked("exited between calls");
+        }
+    }
+    if (!remote_) {
+        if (auto started = start_locked(); !started) {
+            return std::move(started).error();
+        }
+    }
+    Result<T> result = op(*remote_);
+    if (remote_->broken()) {
+        // Dead, hung, or it sent something invalid: either way it is not trusted again.
+        reap_locked(result ? "channel broken" : result.error().message);
+        return Error{Errc::kUnavailable,
+                     "The sandbox worker stopped while running this call, so it did not complete. "
+                     "Retry it: the next call starts a fresh worker."};
+    }
+    return result;
+}
+
+Result<workspace::FileInfo> SessionWorker::stat(workspace::Root root, const std::string& path) {
+    return with_worker<workspace::FileInfo>([&](workspace::Workspace& ws) { return ws.stat(root, path); });
+}
+
+Result<workspace::ReadData> SessionWorker::read(workspace::Root root, const std::string& path,
+                                                uint64_t max_bytes) {
+    return with_worker<workspace::ReadData>(
+        [&](workspace::Workspace& ws) { return ws.read(root, path, max_bytes); });
+}
+
+Result<workspace::WriteOutcome> SessionWorker::write(const workspace::WriteRequest& request) {
+    return with_worker<workspace::WriteOutcome>([&](workspace::Workspace& ws) { return ws.write(request); });
+}
+
+Status SessionWorker::make_dirs(workspace::Root root, const std::string& path) {
+    auto done = with_worker<bool>([&](workspace::Workspace& ws) -> Result<bool> {
+        RETURN_IF_ERROR(ws.make_dirs(root, path));
+        return true;
+    });
+    if (!done) {
+        return std::move(done).error();
+    }
+    return {};
+}
+
+Result<std::vector<workspace::DirEntry>> SessionWorker::list(workspace::Root root,
+                                                              const std::string& path,
+                                                              size_t max_entries) {
+    return with_worker<std::vector<workspace::DirEntry>>(
+        [&](workspace::Workspace& ws) { return ws.list(root, path, max_entries); });
+}
+
+Result<workspace::RgOutcome> SessionWorker::run_rg(const workspace::RgRequest& request) {
+    return with_worker<workspace::RgOutcome>([&](workspace::Workspace& ws) { return ws.run_rg(request); });
+}
+
+int worker_main(const std::string& workspace_root, const std::string& spill_root) {
+    // Nothing else in the sandbox may ptrace the worker, read its memory or take its fds.
+    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    workspace::LocalWorkspace::Options options;
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
+    if (path != nullptr) {
+        options.path_env = path;
+    }
+    auto ws = workspace::LocalWorkspace::open(workspace_root, spill_root, options);
+    if (!ws) {
+        fmt::print(stderr, "stockade worker: {}\n", ws.error().message);
+        return 1;
+    }
+    return workspace::serve_channel(3, *ws);
+}
+
+}  // namespace stockade::runner

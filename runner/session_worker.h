@@ -1,0 +1,70 @@
+// SessionWorker: the session's sandboxed worker, seen from the supervisor as a Workspace.
+// One worker per session, started on first use and kept for the session. Every call is
+// forwarded over the channel; if the worker dies, the call in flight fails with a clear
+// error, the event log says so, and the next call starts a fresh worker.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "common/result.h"
+#include "runner/run_command.h"
+#include "sandbox/launcher.h"
+#include "workspace/remote_workspace.h"
+#include "workspace/workspace.h"
+
+namespace stockade::runner {
+
+struct WorkerConfig {
+    std::string workspace{};   // host path, mounted read-write at the same path
+    std::string spill_dir{};   // host path, mounted read-only at the same path
+    RunOptions sandbox{};      // isolation, network, limits: as for `stockade run`
+};
+
+// Called with "WorkerStarted"/"WorkerExited" and details, for the event log.
+using WorkerEvents = std::function<void(std::string_view type, nlohmann::json fields)>;
+
+class SessionWorker final : public workspace::Workspace {
+public:
+    SessionWorker(WorkerConfig config, WorkerEvents events);
+    ~SessionWorker() override;
+    SessionWorker(const SessionWorker&) = delete;
+    SessionWorker& operator=(const SessionWorker&) = delete;
+
+    // Starts the worker now (serve does this at start-up, so a broken host fails early).
+    Status start();
+    // Kills the worker and its pid namespace.
+    void stop() noexcept;
+
+    [[nodiscard]] std::string root_path(workspace::Root root) const override;
+    Result<workspace::FileInfo> stat(workspace::Root root, const std::string& path) override;
+    Result<workspace::ReadData> read(workspace::Root root, const std::string& path,
+                                     uint64_t max_bytes) override;
+    Result<workspace::WriteOutcome> write(const workspace::WriteRequest& request) override;
+    Status make_dirs(workspace::Root root, const std::string& path) override;
+    Result<std::vector<workspace::DirEntry>> list(workspace::Root root, const std::string& path,
+                                                  size_t max_entries) override;
+    Result<workspace::RgOutcome> run_rg(const workspace::RgRequest& request) override;
+
+private:
+    // Runs `op` against a live worker (starting one if needed); turns a dead worker into the
+    // model-facing error and forgets it.
+    template <class T, class Op>
+    Result<T> with_worker(Op op);
+    Status start_locked();
+    void reap_locked(std::string_view reason) noexcept;
+
+    WorkerConfig config_;
+    WorkerEvents events_;
+    std::mutex mutex_;  // guards the fields below; held across each forwarded call
+    std::unique_ptr<sandbox::Sandbox> sandbox_;
+    std::unique_ptr<workspace::RemoteWorkspace> remote_;
+    int generation_ = 0;
+};
+
+// The hidden verb the worker runs inside the sandbox: serves the channel on fd 3.
+int worker_main(const std::string& workspace_root, const std::string& spill_root);
+
+}  // namespace stockade::runner
