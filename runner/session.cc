@@ -221,8 +221,8 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                      started)
                   .count();
-    if (result.metadata.is_object()) {
-        result.metadata["duration_ms"] = ms;
+    if (result.metadata.is_object() && !result.metadata.contains("duration_ms")) {
+        result.metadata["duration_ms"] = ms;  // a call refused before the tool ran
     }
     log_->append(result.is_error ? "ToolFailed" : "ToolCompleted",
                  {{"call", call_id}, {"tool", name}, {"duration_ms", ms}, {"is_error", result.is_error},

@@ -107,13 +107,6 @@ public:
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }
 
-    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
-        const Stopwatch clock;
-        ToolResult r = run(args, ctx);
-        r.metadata["duration_ms"] = clock.ms();
-        return r;
-    }
-
 private:
     // rg --files under `dir`, filtered by `glob` when given; paths as the model sees them.
     static Result<workspace::RgOutcome> list_files(ToolContext& ctx, const workspace::ResolvedPath& dir,
@@ -164,7 +157,7 @@ private:
         return paths;
     }
 
-    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
         std::string pattern = arg_string(args, "pattern");
         if (pattern.empty()) {
             return error_result(R"(pattern is empty. Give a glob such as "**/*.ts" or "src/**/config.*".)");

@@ -230,13 +230,6 @@ public:
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }
 
-    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
-        const Stopwatch clock;
-        ToolResult r = run(args, ctx);
-        r.metadata["duration_ms"] = clock.ms();
-        return r;
-    }
-
 private:
     struct Scope {
         workspace::ResolvedPath path;
@@ -267,7 +260,7 @@ private:
         return ctx.ws->run_rg(req);
     }
 
-    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
         const std::string pattern = arg_string(args, "pattern");
         if (pattern.empty()) {
             return error_result("pattern is empty. Give a regular expression to search for.");

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "tools/file_tools.h"
+#include "tools/tool_support.h"
 #include "tools/similar.h"
 #include "tools/tool.h"
 
@@ -63,6 +64,13 @@ std::string quoted_list(const std::vector<std::string>& names) {
 }
 
 }  // namespace
+
+ToolResult Tool::execute(const nlohmann::json& args, ToolContext& ctx) {
+    const Stopwatch clock;
+    ToolResult result = run(args, ctx);
+    result.metadata["duration_ms"] = clock.ms();
+    return result;
+}
 
 std::vector<std::unique_ptr<Tool>> make_file_tools() {
     std::vector<std::unique_ptr<Tool>> tools;

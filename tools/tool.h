@@ -75,8 +75,12 @@ public:
     // JSON Schema of the arguments: type object, snake_case, additionalProperties false.
     [[nodiscard]] virtual nlohmann::json input_schema() const = 0;
     [[nodiscard]] virtual ToolAnnotations annotations() const = 0;
-    // Arguments were validated against input_schema() by the caller (validate_arguments).
-    virtual ToolResult execute(const nlohmann::json& args, ToolContext& ctx) = 0;
+    // Runs the tool and records metadata.duration_ms. Arguments were validated against
+    // input_schema() by the caller (validate_arguments).
+    ToolResult execute(const nlohmann::json& args, ToolContext& ctx);
+
+private:
+    virtual ToolResult run(const nlohmann::json& args, ToolContext& ctx) = 0;
 };
 
 // The five file tools, in tools/list order: read, write, edit, grep, glob.

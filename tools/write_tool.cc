@@ -53,15 +53,8 @@ public:
         return {.read_only = false, .destructive = true, .idempotent = true, .open_world = false};
     }
 
-    ToolResult execute(const nlohmann::json& args, ToolContext& ctx) override {
-        const Stopwatch clock;
-        ToolResult r = run(args, ctx);
-        r.metadata["duration_ms"] = clock.ms();
-        return r;
-    }
-
 private:
-    static ToolResult run(const nlohmann::json& args, ToolContext& ctx) {
+    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
         Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
         if (!resolved) {
             return error_result(resolved.error().message);
