@@ -29,12 +29,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/child_check.h"
 #include "tests/testing/fd_leak_checker.h"
 
 namespace stockade::sandbox {
 namespace {
 
+using ::stockade::testing::ChildOutcome;
+using ::stockade::testing::ChildReport;
+using ::stockade::testing::err_name;
 using ::stockade::testing::FdLeakChecker;
+using ::stockade::testing::run_in_child;
 using ::testing::ElementsAre;
 using ::testing::FieldsAre;
 
@@ -42,15 +47,6 @@ constexpr uint64_t kAbi1 = 0x1fff;  // EXECUTE .. MAKE_SYM
 constexpr uint64_t kDev = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
                           LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_IOCTL_DEV;
 constexpr uint64_t kScoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
-
-// "EPERM", or "success" for 0.
-const char* err_name(int err) {
-    if (err == 0) {
-        return "success";
-    }
-    const char* name = strerrorname_np(err);
-    return name != nullptr ? name : "unknown errno";
-}
 
 // ---- The plan (pure) -----------------------------------------------------------------------
 
@@ -112,86 +108,6 @@ TEST(LandlockPlanTest, ReadablePathsReplaceTheRootAndRightsAreMaskedToTheAbi) {
 }
 
 // ---- In a child: the kernel's verdict ------------------------------------------------------
-
-// Collects the child's failures into a pipe; the parent prints them.
-class ChildReport {
-public:
-    explicit ChildReport(int fd) : fd_(fd) {}
-
-    template <class... Args>
-    void fail(fmt::format_string<Args...> format, Args&&... args) {
-        std::string line = fmt::format(format, std::forward<Args>(args)...) + "\n";
-        [[maybe_unused]] ssize_t written = ::write(fd_, line.data(), line.size());
-        ++failures_;
-    }
-
-    // Opens `path` and expects `want_errno` (0: success; the descriptor is closed).
-    void expect_open(const std::string& path, int flags, int want_errno) {
-        int fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
-        int err = fd < 0 ? errno : 0;
-        if (fd >= 0) {
-            (void)::close(fd);
-        }
-        if (err != want_errno) {
-            fail("open \"{}\" flags=0{:o}: {}, want {}", path.c_str(), flags, err_name(err),
-                 err_name(want_errno));
-        }
-    }
-
-    void expect_rc(const char* what, int rc, int want_errno) {
-        int err = rc < 0 ? errno : 0;
-        if (err != want_errno) {
-            fail("{}: {}, want {}", what, err_name(err), err_name(want_errno));
-        }
-    }
-
-    [[nodiscard]] int failures() const { return failures_; }
-
-private:
-    int fd_;
-    int failures_ = 0;
-};
-
-struct ChildOutcome {
-    int status = 0;
-    std::string report;
-};
-
-// Forks a child (no core dump, a 20 s alarm) that runs `body`; exits 0 when nothing failed.
-ChildOutcome run_in_child(const std::function<void(ChildReport&)>& body) {
-    std::array<int, 2> fds{};
-    if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
-        ADD_FAILURE() << "pipe2: " << err_name(errno);
-        return {};
-    }
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        (void)::close(fds[0]);
-        const rlimit no_core{0, 0};
-        (void)::setrlimit(RLIMIT_CORE, &no_core);
-        (void)::alarm(20);
-        ChildReport report(fds[1]);
-        body(report);
-        ::_exit(report.failures() == 0 ? 0 : 1);
-    }
-    (void)::close(fds[1]);
-    ChildOutcome outcome;
-    std::array<char, 4096> buf{};
-    ssize_t n = 0;
-    while ((n = ::read(fds[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-        if (n > 0) {
-            outcome.report.append(buf.data(), static_cast<size_t>(n));
-        }
-    }
-    (void)::close(fds[0]);
-    if (pid < 0) {
-        ADD_FAILURE() << "fork: " << err_name(errno);
-        return outcome;
-    }
-    while (::waitpid(pid, &outcome.status, 0) < 0 && errno == EINTR) {
-    }
-    return outcome;
-}
 
 #define EXPECT_CHILD_OK(outcome)                                                   \
     EXPECT_TRUE(WIFEXITED((outcome).status) && WEXITSTATUS((outcome).status) == 0) \

@@ -33,28 +33,24 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/testing/child_check.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::sandbox {
 namespace {
 
+using ::stockade::testing::ChildOutcome;
+using ::stockade::testing::ChildReport;
+using ::stockade::testing::err_name;
 using ::stockade::testing::FdLeakChecker;
 using ::stockade::testing::IsOk;
+using ::stockade::testing::run_in_child;
 
 constexpr uint32_t kAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kKill = SECCOMP_RET_KILL_PROCESS;
 constexpr uint32_t errno_action(int err) {
     return SECCOMP_RET_ERRNO | static_cast<uint32_t>(err);
-}
-
-// "EPERM", or "success" for 0.
-const char* err_name(int err) {
-    if (err == 0) {
-        return "success";
-    }
-    const char* name = strerrorname_np(err);
-    return name != nullptr ? name : "unknown errno";
 }
 
 // ---- In-process: run the program on synthetic syscalls -----------------------------------
@@ -233,7 +229,8 @@ TEST_F(SeccompProgramTest, WithoutANetworkNamespaceNoSocketCanBeCreated) {
     auto none = build_seccomp_program({.restrict_socket_families = true, .deny_all_sockets = true});
     ASSERT_THAT(none, IsOk());
     for (int family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK, AF_PACKET}) {
-        EXPECT_EQ(run_filter(*none, syscall_data(SYS_socket, {static_cast<uint64_t>(family), SOCK_STREAM})),
+        EXPECT_EQ(run_filter(*none, syscall_data(SYS_socket,
+                                                 {static_cast<uint64_t>(family), SOCK_STREAM})),
                   errno_action(EAFNOSUPPORT))
             << family;
     }
@@ -245,9 +242,9 @@ TEST_F(SeccompProgramTest, SetuidAndSetgidModeBitsAreRefusedEverywhereAModeIsTak
         long nr;
         unsigned mode_arg;
     };
-    const Call calls[] = {{SYS_chmod, 1},  {SYS_fchmod, 1}, {SYS_fchmodat, 2}, {452, 2},
-                          {SYS_open, 2},   {SYS_openat, 3}, {SYS_creat, 1},    {SYS_mkdir, 1},
-                          {SYS_mkdirat, 2}, {SYS_mknod, 1}, {SYS_mknodat, 2}};
+    const Call calls[] = {{SYS_chmod, 1},   {SYS_fchmod, 1}, {SYS_fchmodat, 2}, {452, 2},
+                          {SYS_open, 2},    {SYS_openat, 3}, {SYS_creat, 1},    {SYS_mkdir, 1},
+                          {SYS_mkdirat, 2}, {SYS_mknod, 1},  {SYS_mknodat, 2}};
     for (const Call& call : calls) {
         for (uint64_t mode : {04755ULL, 02755ULL, 06777ULL, 0100000ULL | 04644ULL}) {
             std::array<uint64_t, 6> args{};
@@ -288,88 +285,6 @@ TEST(SeccompDeniedSyscallsTest, ListsTheBaselineWithoutArgumentFilteredOnes) {
 }
 
 // ---- In a child: the kernel's verdict ----------------------------------------------------
-
-// Collects the child's failures into a pipe; the parent prints them.
-class ChildReport {
-public:
-    explicit ChildReport(int fd) : fd_(fd) {}
-
-    template <class... Args>
-    void fail(fmt::format_string<Args...> format, Args&&... args) {
-        std::string line = fmt::format(format, std::forward<Args>(args)...) + "\n";
-        [[maybe_unused]] ssize_t written = ::write(fd_, line.data(), line.size());
-        ++failures_;
-    }
-
-    // Calls `call` and expects -1 with errno `want`.
-    template <class F>
-    void expect_errno(const char* what, F call, int want) {
-        errno = 0;
-        long rc = static_cast<long>(call());
-        int err = errno;
-        if (rc != -1 || err != want) {
-            fail("{}: rc={} errno={}, want {}", what, rc, err_name(err), err_name(want));
-        }
-    }
-
-    // Calls `call` and expects it not to fail; returns its result.
-    template <class F>
-    long expect_ok(const char* what, F call) {
-        errno = 0;
-        long rc = static_cast<long>(call());
-        if (rc == -1) {
-            fail("{}: failed with {}", what, err_name(errno));
-        }
-        return rc;
-    }
-
-    [[nodiscard]] int failures() const { return failures_; }
-
-private:
-    int fd_;
-    int failures_ = 0;
-};
-
-struct ChildOutcome {
-    int status = 0;
-    std::string report;
-};
-
-// Forks a child (no core dump, a 20 s alarm) that runs `body`; exits 0 when nothing failed.
-ChildOutcome run_in_child(const std::function<void(ChildReport&)>& body) {
-    std::array<int, 2> fds{};
-    if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
-        ADD_FAILURE() << "pipe2: " << err_name(errno);
-        return {};
-    }
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        (void)::close(fds[0]);
-        const rlimit no_core{0, 0};
-        (void)::setrlimit(RLIMIT_CORE, &no_core);
-        (void)::alarm(20);
-        ChildReport report(fds[1]);
-        body(report);
-        ::_exit(report.failures() == 0 ? 0 : 1);
-    }
-    (void)::close(fds[1]);
-    ChildOutcome outcome;
-    std::array<char, 4096> buf{};
-    ssize_t n = 0;
-    while ((n = ::read(fds[0], buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-        if (n > 0) {
-            outcome.report.append(buf.data(), static_cast<size_t>(n));
-        }
-    }
-    (void)::close(fds[0]);
-    if (pid < 0) {
-        ADD_FAILURE() << "fork: " << err_name(errno);
-        return outcome;
-    }
-    while (::waitpid(pid, &outcome.status, 0) < 0 && errno == EINTR) {
-    }
-    return outcome;
-}
 
 std::string describe(int status) {
     if (WIFEXITED(status)) {
