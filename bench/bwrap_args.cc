@@ -65,7 +65,8 @@ bool starts_with(std::string_view s, std::string_view prefix) {
 }
 
 bool under(std::string_view path, std::string_view dir) {
-    return path == dir || (starts_with(path, dir) && path.size() > dir.size() && path[dir.size()] == '/');
+    return path == dir ||
+           (starts_with(path, dir) && path.size() > dir.size() && path[dir.size()] == '/');
 }
 
 bool exists(const std::string& path) {
@@ -112,7 +113,8 @@ bool parse_args(int argc, char** argv, Args& args) {
         } else if (arg == "--network") {
             args.network = value;
         } else {
-            fmt::print(stderr, "stockade-bench-bwrap-args: unknown argument \"{}\"\n{}", arg, kUsage);
+            fmt::print(stderr, "stockade-bench-bwrap-args: unknown argument \"{}\"\n{}", arg,
+                       kUsage);
             return false;
         }
     }
@@ -257,7 +259,8 @@ int main(int argc, char** argv) {
                 }
                 int fd = next_fd++;
                 out.push_back(fmt::format("@fd={}={}", fd, path));
-                add({"--perms", fmt::format("{:04o}", op.mode), "--file", std::to_string(fd), op.target});
+                add({"--perms", fmt::format("{:04o}", op.mode), "--file", std::to_string(fd),
+                     op.target});
                 ++count.files;
                 break;
             }
@@ -270,8 +273,8 @@ int main(int argc, char** argv) {
     out.push_back(fmt::format("@fd={}={}", seccomp_fd, args.seccomp_file));
     add({"--seccomp", std::to_string(seccomp_fd)});
     add({"--uid", std::to_string(spec.identity.sandbox_uid), "--gid",
-         std::to_string(spec.identity.sandbox_gid), "--cap-drop", "ALL", "--hostname", spec.hostname,
-         "--chdir", spec.cwd, "--clearenv"});
+         std::to_string(spec.identity.sandbox_gid), "--cap-drop", "ALL", "--hostname",
+         spec.hostname, "--chdir", spec.cwd, "--clearenv"});
     for (const auto& entry : spec.env) {
         size_t eq = entry.find('=');
         add({"--setenv", entry.substr(0, eq), eq == std::string::npos ? "" : entry.substr(eq + 1)});
@@ -286,11 +289,12 @@ int main(int argc, char** argv) {
     if (std::fflush(stdout) != 0) {
         return 1;
     }
-    fmt::print(stderr,
-               "mirrored from stockade's mount plan: {} binds, {} tmpfs, --dev, --proc, {} /proc masks, "
-               "{} read-only remounts, {} symlinks, {} generated files; seccomp, uid {}, hostname, "
-               "cwd, {} env vars\n",
-               count.binds, count.tmpfs, count.masks, count.readonly, count.symlinks, count.files,
-               spec.identity.sandbox_uid, spec.env.size());
+    fmt::print(
+        stderr,
+        "mirrored from stockade's mount plan: {} binds, {} tmpfs, --dev, --proc, {} /proc masks, "
+        "{} read-only remounts, {} symlinks, {} generated files; seccomp, uid {}, hostname, "
+        "cwd, {} env vars\n",
+        count.binds, count.tmpfs, count.masks, count.readonly, count.symlinks, count.files,
+        spec.identity.sandbox_uid, spec.env.size());
     return 0;
 }

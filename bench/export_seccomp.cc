@@ -50,7 +50,9 @@ struct Args {
 bool parse_args(int argc, char** argv, Args& args) {
     for (int i = 1; i < argc; ++i) {
         std::string_view arg = argv[i];
-        auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+        auto value = [&]() -> const char* {
+            return i + 1 < argc ? argv[++i] : nullptr;
+        };
         if (arg == "--network") {
             const char* v = value();
             if (v == nullptr || (std::string_view(v) != "none" && std::string_view(v) != "host")) {
@@ -157,7 +159,8 @@ int main(int argc, char** argv) {
         }
         fd = out.get();
     } else if (::isatty(STDOUT_FILENO) != 0) {
-        fmt::print(stderr, "stockade-bench-seccomp: refusing to write binary to a terminal: use -o FILE\n");
+        fmt::print(stderr,
+                   "stockade-bench-seccomp: refusing to write binary to a terminal: use -o FILE\n");
         return 2;
     }
     if (auto written = stockade::write_all(fd, bytes); !written) {

@@ -53,9 +53,10 @@ Stat summarize(std::vector<int64_t> ns) {
     std::sort(ns.begin(), ns.end());
     Stat s;
     size_t n = ns.size();
-    s.median_us = (n % 2 == 1 ? static_cast<double>(ns[n / 2])
-                              : (static_cast<double>(ns[n / 2 - 1]) + static_cast<double>(ns[n / 2])) / 2) /
-                  1000.0;
+    s.median_us =
+        (n % 2 == 1 ? static_cast<double>(ns[n / 2])
+                    : (static_cast<double>(ns[n / 2 - 1]) + static_cast<double>(ns[n / 2])) / 2) /
+        1000.0;
     size_t k = static_cast<size_t>(std::ceil(0.95 * static_cast<double>(n)));
     s.p95_us = static_cast<double>(ns[std::max<size_t>(k, 1) - 1]) / 1000.0;
     return s;
@@ -165,37 +166,41 @@ int main(int argc, char** argv) {
 
     // launch(), step by step.
     if (root) {
-        measure("make_userns_fd (idmap helper: clone NEWUSER, maps, wait)", runs, [](std::string* why) {
-            auto ns = sb::make_userns_fd(0, 1879048192, 0, 1879048192);
-            if (!ns) {
-                *why = ns.error().message;
-            }
-            return ns.has_value();
-        });
+        measure("make_userns_fd (idmap helper: clone NEWUSER, maps, wait)", runs,
+                [](std::string* why) {
+                    auto ns = sb::make_userns_fd(0, 1879048192, 0, 1879048192);
+                    if (!ns) {
+                        *why = ns.error().message;
+                    }
+                    return ns.has_value();
+                });
         auto ns = sb::make_userns_fd(0, 1879048192, 0, 1879048192);
         if (ns) {
-            measure("make_idmapped_tree (open_tree + MOUNT_ATTR_IDMAP)", runs, [&](std::string* why) {
-                auto tree = sb::make_idmapped_tree(workspace, ns->get());
-                if (!tree) {
-                    *why = tree.error().message;
-                }
-                return tree.has_value();
-            });
+            measure("make_idmapped_tree (open_tree + MOUNT_ATTR_IDMAP)", runs,
+                    [&](std::string* why) {
+                        auto tree = sb::make_idmapped_tree(workspace, ns->get());
+                        if (!tree) {
+                            *why = tree.error().message;
+                        }
+                        return tree.has_value();
+                    });
         }
     } else {
-        skipped("make_userns_fd / make_idmapped_tree", "idmapped workspace is for root callers only");
+        skipped("make_userns_fd / make_idmapped_tree",
+                "idmapped workspace is for root callers only");
     }
     if (cgroups.usable()) {
         sb::Limits limits;
-        measure("CgroupLeaf::create + remove (mkdir/rmdir, stale scan)", runs, [&](std::string* why) {
-            auto leaf = sb::CgroupLeaf::create(limits, cgroups);
-            if (!leaf) {
-                *why = leaf.error().message;
-                return false;
-            }
-            (void)leaf->remove();
-            return true;
-        });
+        measure("CgroupLeaf::create + remove (mkdir/rmdir, stale scan)", runs,
+                [&](std::string* why) {
+                    auto leaf = sb::CgroupLeaf::create(limits, cgroups);
+                    if (!leaf) {
+                        *why = leaf.error().message;
+                        return false;
+                    }
+                    (void)leaf->remove();
+                    return true;
+                });
         // The move of a process into the leaf: on cgroup v1 (and v2 without CLONE_INTO_CGROUP)
         // this takes cgroup_threadgroup_rwsem for writing, which waits for an RCU grace period
         // unless one is already in progress; "cold" = 50 ms after the previous move.
@@ -230,7 +235,8 @@ int main(int argc, char** argv) {
             }
         }
     } else {
-        skipped("CgroupLeaf::create / add_process", cgroups.reason.empty() ? "no usable cgroups" : cgroups.reason);
+        skipped("CgroupLeaf::create / add_process",
+                cgroups.reason.empty() ? "no usable cgroups" : cgroups.reason);
     }
 
     // Whole launches of /bin/true from this process (no exec of the stockade binary, no CLI).
@@ -248,8 +254,8 @@ int main(int argc, char** argv) {
             continue;
         }
         spec->isolation = level;
-        measure(fmt::format("launch + wait of /bin/true, isolation {}", sb::isolation_name(level)), runs,
-                [&](std::string* why) {
+        measure(fmt::format("launch + wait of /bin/true, isolation {}", sb::isolation_name(level)),
+                runs, [&](std::string* why) {
                     auto box = sb::launch(*spec, cgroups);
                     if (!box) {
                         *why = box.error().message;
@@ -257,7 +263,8 @@ int main(int argc, char** argv) {
                     }
                     auto status = box->wait();
                     if (!status || status->code != 0) {
-                        *why = status ? fmt::format("exit {}", status->code) : status.error().message;
+                        *why =
+                            status ? fmt::format("exit {}", status->code) : status.error().message;
                         return false;
                     }
                     return true;

@@ -70,11 +70,20 @@ Result<uint64_t> parse_size(std::string_view text) {
     std::string_view power = lower;
     if (!power.empty() && power != "b") {
         switch (power.front()) {
-            case 'k': scale = 0x1p10; break;
-            case 'm': scale = 0x1p20; break;
-            case 'g': scale = 0x1p30; break;
-            case 't': scale = 0x1p40; break;
-            default: return invalid(text, kExpected);
+            case 'k':
+                scale = 0x1p10;
+                break;
+            case 'm':
+                scale = 0x1p20;
+                break;
+            case 'g':
+                scale = 0x1p30;
+                break;
+            case 't':
+                scale = 0x1p40;
+                break;
+            default:
+                return invalid(text, kExpected);
         }
         power.remove_prefix(1);
         if (!power.empty() && power != "b" && power != "ib") {

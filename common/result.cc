@@ -9,17 +9,28 @@ namespace stockade {
 
 const char* errc_name(Errc code) noexcept {
     switch (code) {
-        case Errc::kInvalidArgument: return "invalid-argument";
-        case Errc::kNotFound: return "not-found";
-        case Errc::kAlreadyExists: return "already-exists";
-        case Errc::kPermissionDenied: return "permission-denied";
-        case Errc::kPolicyDenied: return "policy-denied";
-        case Errc::kFailedPrecondition: return "failed-precondition";
-        case Errc::kDeadlineExceeded: return "deadline-exceeded";
-        case Errc::kCancelled: return "cancelled";
-        case Errc::kResourceExhausted: return "resource-exhausted";
-        case Errc::kUnavailable: return "unavailable";
-        case Errc::kInternal: return "internal";
+        case Errc::kInvalidArgument:
+            return "invalid-argument";
+        case Errc::kNotFound:
+            return "not-found";
+        case Errc::kAlreadyExists:
+            return "already-exists";
+        case Errc::kPermissionDenied:
+            return "permission-denied";
+        case Errc::kPolicyDenied:
+            return "policy-denied";
+        case Errc::kFailedPrecondition:
+            return "failed-precondition";
+        case Errc::kDeadlineExceeded:
+            return "deadline-exceeded";
+        case Errc::kCancelled:
+            return "cancelled";
+        case Errc::kResourceExhausted:
+            return "resource-exhausted";
+        case Errc::kUnavailable:
+            return "unavailable";
+        case Errc::kInternal:
+            return "internal";
     }
     return "unknown";
 }
@@ -37,27 +48,37 @@ Errc errc_from_errno(int err) noexcept {
     switch (err) {
         case ENOENT:
         case ENOTDIR:
-        case ESRCH: return Errc::kNotFound;
-        case EEXIST: return Errc::kAlreadyExists;
+        case ESRCH:
+            return Errc::kNotFound;
+        case EEXIST:
+            return Errc::kAlreadyExists;
         case EACCES:
         case EPERM:
-        case EROFS: return Errc::kPermissionDenied;
+        case EROFS:
+            return Errc::kPermissionDenied;
         case EINVAL:
         case ENAMETOOLONG:
-        case ELOOP: return Errc::kInvalidArgument;
+        case ELOOP:
+            return Errc::kInvalidArgument;
         case ENOSYS:
         case EOPNOTSUPP:
-        case ENODEV: return Errc::kUnavailable;
+        case ENODEV:
+            return Errc::kUnavailable;
         case ENOMEM:
         case ENOSPC:
         case EMFILE:
         case ENFILE:
         case EAGAIN:
-        case EDQUOT: return Errc::kResourceExhausted;
-        case ETIMEDOUT: return Errc::kDeadlineExceeded;
-        case ECANCELED: return Errc::kCancelled;
-        case EBUSY: return Errc::kFailedPrecondition;
-        default: return Errc::kInternal;
+        case EDQUOT:
+            return Errc::kResourceExhausted;
+        case ETIMEDOUT:
+            return Errc::kDeadlineExceeded;
+        case ECANCELED:
+            return Errc::kCancelled;
+        case EBUSY:
+            return Errc::kFailedPrecondition;
+        default:
+            return Errc::kInternal;
     }
 }
 

@@ -11,17 +11,17 @@
 namespace stockade {
 
 enum class Errc {
-    kInvalidArgument,     // malformed input: a flag value, a path syntax
-    kNotFound,            // a path or command that does not exist
+    kInvalidArgument,  // malformed input: a flag value, a path syntax
+    kNotFound,         // a path or command that does not exist
     kAlreadyExists,
     kPermissionDenied,    // the kernel said EACCES/EPERM
     kPolicyDenied,        // our policy said deny
     kFailedPrecondition,  // the state does not allow it
     kDeadlineExceeded,    // a timeout
     kCancelled,
-    kResourceExhausted,   // a limit was hit
-    kUnavailable,         // a kernel feature is missing or disabled
-    kInternal,            // our bug
+    kResourceExhausted,  // a limit was hit
+    kUnavailable,        // a kernel feature is missing or disabled
+    kInternal,           // our bug
 };
 
 const char* errc_name(Errc code) noexcept;
@@ -80,7 +80,8 @@ template <>
 class [[nodiscard]] Result<void> {
 public:
     Result() = default;
-    Result(Error error) : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
+    Result(Error error)
+        : error_(std::move(error)), ok_(false) {}  // NOLINT(google-explicit-constructor)
 
     [[nodiscard]] bool has_value() const noexcept { return ok_; }
     explicit operator bool() const noexcept { return ok_; }
@@ -94,7 +95,9 @@ private:
 
 using Status = Result<void>;
 
-inline Status ok_status() { return {}; }
+inline Status ok_status() {
+    return {};
+}
 
 }  // namespace stockade
 
@@ -102,12 +105,12 @@ inline Status ok_status() { return {}; }
 #define STOCKADE_CONCAT(a, b) STOCKADE_CONCAT_INNER(a, b)
 
 // RETURN_IF_ERROR(expr): expr is a Status or Result<T>; returns its error from the caller.
-#define RETURN_IF_ERROR(expr)                            \
-    do {                                                 \
-        auto stockade_status_ = (expr);                  \
-        if (!stockade_status_) {                         \
-            return std::move(stockade_status_).error();  \
-        }                                                \
+#define RETURN_IF_ERROR(expr)                           \
+    do {                                                \
+        auto stockade_status_ = (expr);                 \
+        if (!stockade_status_) {                        \
+            return std::move(stockade_status_).error(); \
+        }                                               \
     } while (false)
 
 // ASSIGN_OR_RETURN(decl, expr): `decl = *expr` or return expr's error.

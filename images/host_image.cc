@@ -14,17 +14,35 @@ constexpr std::string_view kHostImage = "host";
 
 // Top-level trees of the host image. On merged-/usr hosts most are symlinks into /usr, and
 // become the same symlinks in the sandbox.
-constexpr std::array<const char*, 7> kRootTrees = {"/usr",   "/bin",   "/sbin", "/lib",
+constexpr std::array<const char*, 7> kRootTrees = {"/usr",   "/bin",   "/sbin",  "/lib",
                                                    "/lib32", "/lib64", "/libx32"};
 
 // Host files of /etc the image carries, each optional.
 constexpr std::array<const char*, 24> kEtcFiles = {
-    "/etc/ld.so.cache",   "/etc/ld.so.conf",   "/etc/ld.so.conf.d",   "/etc/alternatives",
-    "/etc/ssl",           "/etc/ca-certificates", "/etc/ca-certificates.conf", "/etc/pki",
-    "/etc/resolv.conf",   "/etc/nsswitch.conf", "/etc/localtime",     "/etc/timezone",
-    "/etc/protocols",     "/etc/services",     "/etc/gai.conf",       "/etc/mime.types",
-    "/etc/bash.bashrc",   "/etc/profile",      "/etc/inputrc",        "/etc/terminfo",
-    "/etc/gitconfig",     "/etc/os-release",   "/etc/debian_version", "/etc/shells",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/pki",
+    "/etc/resolv.conf",
+    "/etc/nsswitch.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/protocols",
+    "/etc/services",
+    "/etc/gai.conf",
+    "/etc/mime.types",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/inputrc",
+    "/etc/terminfo",
+    "/etc/gitconfig",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/shells",
 };
 
 }  // namespace

@@ -20,8 +20,8 @@ std::string utc_timestamp() {
     auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
     std::tm tm{};
     ::gmtime_r(&secs, &tm);
-    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
-                       tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
 }
 
 Result<EventLog> EventLog::open(const std::string& path, std::string session_id) {
@@ -41,7 +41,9 @@ Result<EventLog> EventLog::open(const std::string& path, std::string session_id)
 }
 
 EventLog::EventLog(EventLog&& other) noexcept
-    : fd_(std::move(other.fd_)), session_id_(std::move(other.session_id_)), next_seq_(other.next_seq_) {}
+    : fd_(std::move(other.fd_)),
+      session_id_(std::move(other.session_id_)),
+      next_seq_(other.next_seq_) {}
 
 void EventLog::append(std::string_view type, nlohmann::json fields, bool durable) {
     nlohmann::json event = nlohmann::json::object();
@@ -56,8 +58,7 @@ void EventLog::append(std::string_view type, nlohmann::json fields, bool durable
             event[key] = std::move(value);
         }
     }
-    std::string line =
-        event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     auto written = write_all(fd_.get(), line);
     if (written && durable && ::fdatasync(fd_.get()) != 0) {
         written = errno_error("fdatasync", errno);

@@ -25,7 +25,8 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
                    "Project directory, mounted read-write at the same path (default: the current "
                    "directory)");
     run.add_option("--ro", o.ro, "Extra host path mounted read-only at the same path (repeatable)");
-    run.add_option("--rw", o.rw, "Extra host path mounted read-write at the same path (repeatable)");
+    run.add_option("--rw", o.rw,
+                   "Extra host path mounted read-write at the same path (repeatable)");
     run.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
         ->capture_default_str();
     run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");
@@ -39,7 +40,8 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
                    "else is dropped)");
     run.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
         ->capture_default_str();
-    run.add_option("--image", o.image, "Root image (see `stockade image list`)")->capture_default_str();
+    run.add_option("--image", o.image, "Root image (see `stockade image list`)")
+        ->capture_default_str();
     run.add_option("--cwd", o.cwd, "Working directory inside the sandbox");
     run.add_option("--host-uid", o.host_uid,
                    "Root callers: host uid the sandbox user maps to (default 1879048192)");
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
 
     stockade::runner::RunOptions run_options;
-    CLI::App* run = app.add_subcommand("run", "Run a command in a sandbox: stockade run [options] -- CMD [ARGS...]");
+    CLI::App* run = app.add_subcommand(
+        "run", "Run a command in a sandbox: stockade run [options] -- CMD [ARGS...]");
     add_run_options(*run, run_options);
     CLI::App* doctor = app.add_subcommand("doctor", "Check what isolation this host can give");
 
@@ -96,7 +99,8 @@ int main(int argc, char** argv) {
 
     stockade::runner::CallOptions call_options;
     CLI::App* call = app.add_subcommand(
-        "call", "Run one tool call from the shell: stockade call read '{\"file_path\": \"README.md\"}'");
+        "call",
+        "Run one tool call from the shell: stockade call read '{\"file_path\": \"README.md\"}'");
     call->add_option("tool", call_options.tool, "read, write, edit, grep or glob")->required();
     call->add_option("arguments", call_options.arguments, "The arguments, a JSON object")
         ->required();

@@ -36,15 +36,18 @@ using sandbox::SandboxSpec;
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
-Error usage(std::string message) { return Error{Errc::kInvalidArgument, std::move(message)}; }
+Error usage(std::string message) {
+    return Error{Errc::kInvalidArgument, std::move(message)};
+}
 
 Result<std::string> existing_path(const std::string& flag, const std::string& path) {
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved) == nullptr) {
         int err = errno;
         if (err == ENOENT || err == ENOTDIR) {
-            return Error{Errc::kNotFound,
-                         fmt::format("{} \"{}\" does not exist: create it or fix the path", flag, path)};
+            return Error{
+                Errc::kNotFound,
+                fmt::format("{} \"{}\" does not exist: create it or fix the path", flag, path)};
         }
         return Error{Errc::kInvalidArgument,
                      fmt::format("{} \"{}\" cannot be used: {}", flag, path, errno_string(err))};
@@ -53,11 +56,16 @@ Result<std::string> existing_path(const std::string& flag, const std::string& pa
 }
 
 Result<Isolation> parse_isolation(const std::string& text) {
-    if (text == "auto") return Isolation::kAuto;
-    if (text == "full") return Isolation::kFull;
-    if (text == "namespaces") return Isolation::kNamespaces;
-    if (text == "landlock") return Isolation::kLandlock;
-    if (text == "none") return Isolation::kNone;
+    if (text == "auto")
+        return Isolation::kAuto;
+    if (text == "full")
+        return Isolation::kFull;
+    if (text == "namespaces")
+        return Isolation::kNamespaces;
+    if (text == "landlock")
+        return Isolation::kLandlock;
+    if (text == "none")
+        return Isolation::kNone;
     return usage(fmt::format(
         "--isolation \"{}\" is not a level: use auto, full, namespaces, landlock or none", text));
 }
@@ -67,7 +75,8 @@ bool valid_env_name(std::string_view name) {
         return false;
     }
     for (char c : name) {
-        bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+        bool ok =
+            (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
         if (!ok) {
             return false;
         }
@@ -214,7 +223,8 @@ int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
         if (exited) {
             wait_ms = 0;  // drain what the terminal still holds, then stop
         } else if (deadline) {
-            auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - Clock::now());
             wait_ms = static_cast<int>(std::max<int64_t>(0, left.count()));
         }
         int ready = ::poll(fds, n, wait_ms);
@@ -280,10 +290,11 @@ int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
         return kExitTimeout;
     }
     if (status->code == 128 + SIGKILL && box.oom_killed()) {
-        fmt::print(stderr,
-                   "stockade run: the command was killed for exceeding its memory limit ({} bytes); "
-                   "raise --memory\n",
-                   spec.limits.memory_bytes.value_or(0));
+        fmt::print(
+            stderr,
+            "stockade run: the command was killed for exceeding its memory limit ({} bytes); "
+            "raise --memory\n",
+            spec.limits.memory_bytes.value_or(0));
     }
     return status->code;
 }
@@ -311,15 +322,17 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     spec.argv = options.command;
 
     // Workspace and binds: every path must exist; they appear at the same path inside.
-    ASSIGN_OR_RETURN(std::string workspace,
-                     existing_path("workspace", options.workspace.empty() ? caller.cwd : options.workspace));
+    ASSIGN_OR_RETURN(
+        std::string workspace,
+        existing_path("workspace", options.workspace.empty() ? caller.cwd : options.workspace));
     struct stat st {};
     if (::stat(workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        return usage(fmt::format("workspace \"{}\" is not a directory: pass a directory with --workspace",
-                                 workspace));
+        return usage(fmt::format(
+            "workspace \"{}\" is not a directory: pass a directory with --workspace", workspace));
     }
     if (workspace == "/") {
-        return usage("refusing to use / as the workspace: pass a project directory with --workspace");
+        return usage(
+            "refusing to use / as the workspace: pass a project directory with --workspace");
     }
     ASSIGN_OR_RETURN(spec.isolation, parse_isolation(options.isolation));
     if (options.network == "none") {
@@ -327,7 +340,8 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     } else if (options.network == "host") {
         spec.network = NetworkMode::kHost;
     } else {
-        return usage(fmt::format("--network \"{}\" is not a mode: use none or host", options.network));
+        return usage(
+            fmt::format("--network \"{}\" is not a mode: use none or host", options.network));
     }
     auto parsed = [](const std::string& flag, auto result) -> decltype(result) {
         if (!result) {
@@ -368,7 +382,8 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     spec.identity.host_uid = root ? options.host_uid.value_or(kDefaultHostUid) : caller.euid;
     spec.identity.host_gid = root ? options.host_gid.value_or(kDefaultHostGid) : caller.egid;
     if (root && (spec.identity.host_uid == 0 || spec.identity.host_gid == 0)) {
-        return usage("--host-uid/--host-gid 0 would make the sandbox user host root: pick another id");
+        return usage(
+            "--host-uid/--host-gid 0 would make the sandbox user host root: pick another id");
     }
     spec.idmap_writable_binds = root;
     if (root && spec.isolation == Isolation::kLandlock && st.st_uid != 0) {
@@ -392,7 +407,8 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     }
     for (const auto& path : options.rw) {
         ASSIGN_OR_RETURN(std::string resolved, existing_path("--rw path", path));
-        spec.binds.push_back(sandbox::Bind{.source = resolved, .target = resolved, .writable = true});
+        spec.binds.push_back(
+            sandbox::Bind{.source = resolved, .target = resolved, .writable = true});
         spec.writable_paths.push_back(resolved);
         readable.push_back(resolved);
     }
@@ -501,11 +517,15 @@ int run_command(const RunOptions& options) {
         const Error& error = box.error();
         fmt::print(stderr, "stockade run: {}\n", error.message);
         switch (error.code) {
-            case Errc::kNotFound: return kExitNotFound;
+            case Errc::kNotFound:
+                return kExitNotFound;
             case Errc::kPermissionDenied:
-                return error.message.rfind("command", 0) == 0 ? kExitNotExecutable : kExitSetupFailed;
-            case Errc::kUnavailable: return kExitUnavailable;
-            default: return kExitSetupFailed;
+                return error.message.rfind("command", 0) == 0 ? kExitNotExecutable
+                                                              : kExitSetupFailed;
+            case Errc::kUnavailable:
+                return kExitUnavailable;
+            default:
+                return kExitSetupFailed;
         }
     }
     SPDLOG_LOGGER_DEBUG(log, "sandbox started pid={} level={}", box->pid(),

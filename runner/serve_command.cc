@@ -28,8 +28,10 @@ void stop_on_signal(int) {
     }
 }
 
-Result<std::unique_ptr<Session>> open_session(const std::string& workspace, const std::string& state_dir,
-                                              const std::string& resume, const RunOptions& sandbox) {
+Result<std::unique_ptr<Session>> open_session(const std::string& workspace,
+                                              const std::string& state_dir,
+                                              const std::string& resume,
+                                              const RunOptions& sandbox) {
     return Session::open(SessionConfig{
         .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox});
 }
@@ -52,10 +54,12 @@ int serve_command(const ServeOptions& options) {
     ::close(null);
     UniqueFd in_fd(proto_in);
     UniqueFd out_fd(proto_out);
-    auto session = open_session(options.workspace, options.state_dir, options.resume, options.sandbox);
+    auto session =
+        open_session(options.workspace, options.state_dir, options.resume, options.sandbox);
     if (!session) {
         fmt::print(stderr, "stockade serve: {}\n", session.error().message);
-        return session.error().code == Errc::kInvalidArgument || session.error().code == Errc::kNotFound
+        return session.error().code == Errc::kInvalidArgument ||
+                       session.error().code == Errc::kNotFound
                    ? kExitUsage
                    : kExitSetupFailed;
     }
@@ -64,12 +68,13 @@ int serve_command(const ServeOptions& options) {
         return started.error().code == Errc::kUnavailable ? kExitUnavailable : kExitSetupFailed;
     }
     const std::string& ws = (*session)->workspace();
-    fmt::print(stderr,
-               "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
-               "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
-               "  Event log: {}\n"
-               "  Resume later with: stockade serve --workspace {} --resume {}\n",
-               (*session)->paths().id, ws, ws, (*session)->paths().events, ws, (*session)->paths().id);
+    fmt::print(
+        stderr,
+        "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
+        "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
+        "  Event log: {}\n"
+        "  Resume later with: stockade serve --workspace {} --resume {}\n",
+        (*session)->paths().id, ws, ws, (*session)->paths().events, ws, (*session)->paths().id);
     mcp::ServerOptions server_options;
     server_options.version = STOCKADE_VERSION;
     server_options.instructions =

@@ -41,9 +41,11 @@ public:
     explicit Spill(std::string dir) : dir_(std::move(dir)) {}
     Result<std::string> spill(std::string_view tool, std::string_view call_id,
                               std::string_view content) override {
-        std::string path = fmt::format("{}/{}-{}.txt", dir_, tool, sanitize_call_id(std::string(call_id)));
+        std::string path =
+            fmt::format("{}/{}-{}.txt", dir_, tool, sanitize_call_id(std::string(call_id)));
         int fd = retry_eintr([&] {
-            return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+            return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+                          0644);
         });
         if (fd < 0) {
             return errno_error(fmt::format("spill \"{}\"", path), errno);
@@ -62,7 +64,8 @@ public:
     explicit Events(EventLog& log) : log_(log) {}
     void file_read(const std::string& path, const std::string& sha256, uint64_t size,
                    int64_t mtime_ns) override {
-        log_.append("FileRead", {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}},
+        log_.append("FileRead",
+                    {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}},
                     true);
     }
     void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
@@ -86,8 +89,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     char resolved[PATH_MAX];
     std::string ws = config.workspace.empty() ? "." : config.workspace;
     if (::realpath(ws.c_str(), resolved) == nullptr) {
-        return Error{Errc::kNotFound,
-                     fmt::format("workspace \"{}\" does not exist: create it or pass --workspace", ws)};
+        return Error{
+            Errc::kNotFound,
+            fmt::format("workspace \"{}\" does not exist: create it or pass --workspace", ws)};
     }
     std::unique_ptr<Session> session(new Session());
     session->workspace_ = resolved;
@@ -108,13 +112,13 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     session->events_ = std::make_unique<Events>(*session->log_);
     session->tools_ = tools::make_file_tools();
     EventLog* raw_log = session->log_.get();
-    session->worker_ = std::make_unique<SessionWorker>(
-        WorkerConfig{.workspace = session->workspace_,
-                     .spill_dir = session->paths_.tool_output,
-                     .sandbox = config.sandbox},
-        [raw_log](std::string_view type, nlohmann::json fields) {
-            raw_log->append(type, std::move(fields), true);
-        });
+    session->worker_ =
+        std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
+                                                     .spill_dir = session->paths_.tool_output,
+                                                     .sandbox = config.sandbox},
+                                        [raw_log](std::string_view type, nlohmann::json fields) {
+                                            raw_log->append(type, std::move(fields), true);
+                                        });
     if (!config.resume.empty()) {
         size_t restored = session->replay_stamps();
         session->log_->append("SessionResumed", {{"stamps", restored}}, true);
@@ -133,7 +137,9 @@ Session::~Session() {
     }
 }
 
-Status Session::start_worker() { return worker_->start(); }
+Status Session::start_worker() {
+    return worker_->start();
+}
 
 size_t Session::replay_stamps() {
     auto replay = EventLog::read_all(paths_.events);
@@ -185,12 +191,14 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
         }
     }
     if (tool == nullptr) {
-        return mcp::ToolCallResult{.text = "", .is_error = true, .structured = nullptr, .unknown_tool = true};
+        return mcp::ToolCallResult{
+            .text = "", .is_error = true, .structured = nullptr, .unknown_tool = true};
     }
     auto log = log::get("exec");
     std::string call_id = fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
     auto started = std::chrono::steady_clock::now();
-    log_->append("ToolRequested", {{"call", call_id}, {"tool", name}, {"arguments", arguments}}, true);
+    log_->append("ToolRequested", {{"call", call_id}, {"tool", name}, {"arguments", arguments}},
+                 true);
 
     tools::ToolResult result;
     if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
@@ -211,22 +219,27 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
         } catch (const std::exception& e) {
             SPDLOG_LOGGER_ERROR(log, "tool threw session={} call={} tool={} what={}", paths_.id,
                                 call_id, name, e.what());
-            result.content = fmt::format("The {} tool failed inside Stockade ({}). This is a bug in "
-                                         "Stockade, not in your input; try a different approach.",
-                                         name, e.what());
+            result.content = fmt::format(
+                "The {} tool failed inside Stockade ({}). This is a bug in "
+                "Stockade, not in your input; try a different approach.",
+                name, e.what());
             result.is_error = true;
         }
         tools::apply_backstop(result, ctx, name);
     }
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                     started)
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - started)
                   .count();
     if (result.metadata.is_object() && !result.metadata.contains("duration_ms")) {
         result.metadata["duration_ms"] = ms;  // a call refused before the tool ran
     }
     log_->append(result.is_error ? "ToolFailed" : "ToolCompleted",
-                 {{"call", call_id}, {"tool", name}, {"duration_ms", ms}, {"is_error", result.is_error},
-                  {"content_bytes", result.content.size()}, {"metadata", result.metadata}},
+                 {{"call", call_id},
+                  {"tool", name},
+                  {"duration_ms", ms},
+                  {"is_error", result.is_error},
+                  {"content_bytes", result.content.size()},
+                  {"metadata", result.metadata}},
                  true);
     SPDLOG_LOGGER_INFO(log, "call done session={} call={} tool={} error={} dur_ms={}", paths_.id,
                        call_id, name, result.is_error, ms);
@@ -240,7 +253,8 @@ mcp::ToolCallResult Session::call(const std::string& name, const nlohmann::json&
                                   const std::string& call_id) {
     mcp::CallInfo info;
     info.request_id = call_id;
-    info.progress = [](double, std::optional<double>, std::string) {};
+    info.progress = [](double, std::optional<double>, std::string) {
+    };
     return call_tool(name, arguments, info);
 }
 

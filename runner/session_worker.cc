@@ -30,12 +30,16 @@ constexpr const char* kWorkerVerb = "__worker";
 SessionWorker::SessionWorker(WorkerConfig config, WorkerEvents events)
     : config_(std::move(config)), events_(std::move(events)) {}
 
-SessionWorker::~SessionWorker() { stop(); }
+SessionWorker::~SessionWorker() {
+    stop();
+}
 
 std::string SessionWorker::root_path(workspace::Root root) const {
     switch (root) {
-        case workspace::Root::kWorkspace: return config_.workspace;
-        case workspace::Root::kSpill: return config_.spill_dir;
+        case workspace::Root::kWorkspace:
+            return config_.workspace;
+        case workspace::Root::kSpill:
+            return config_.spill_dir;
     }
     return config_.workspace;
 }
@@ -74,7 +78,8 @@ Status SessionWorker::start_locked() {
     features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
     features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
     features.landlock = sandbox::probe_landlock();
-    if (spec.isolation == sandbox::Isolation::kAuto || spec.isolation == sandbox::Isolation::kFull) {
+    if (spec.isolation == sandbox::Isolation::kAuto ||
+        spec.isolation == sandbox::Isolation::kFull) {
         features.cgroups = sandbox::probe_cgroups();
     }
     ASSIGN_OR_RETURN(spec.isolation, sandbox::choose_isolation(spec.isolation, features));
@@ -151,7 +156,8 @@ Result<T> SessionWorker::with_worker(Op op) {
 }
 
 Result<workspace::FileInfo> SessionWorker::stat(workspace::Root root, const std::string& path) {
-    return with_worker<workspace::FileInfo>([&](workspace::Workspace& ws) { return ws.stat(root, path); });
+    return with_worker<workspace::FileInfo>(
+        [&](workspace::Workspace& ws) { return ws.stat(root, path); });
 }
 
 Result<workspace::ReadData> SessionWorker::read(workspace::Root root, const std::string& path,
@@ -161,7 +167,8 @@ Result<workspace::ReadData> SessionWorker::read(workspace::Root root, const std:
 }
 
 Result<workspace::WriteOutcome> SessionWorker::write(const workspace::WriteRequest& request) {
-    return with_worker<workspace::WriteOutcome>([&](workspace::Workspace& ws) { return ws.write(request); });
+    return with_worker<workspace::WriteOutcome>(
+        [&](workspace::Workspace& ws) { return ws.write(request); });
 }
 
 Status SessionWorker::make_dirs(workspace::Root root, const std::string& path) {
@@ -176,14 +183,15 @@ Status SessionWorker::make_dirs(workspace::Root root, const std::string& path) {
 }
 
 Result<std::vector<workspace::DirEntry>> SessionWorker::list(workspace::Root root,
-                                                              const std::string& path,
-                                                              size_t max_entries) {
+                                                             const std::string& path,
+                                                             size_t max_entries) {
     return with_worker<std::vector<workspace::DirEntry>>(
         [&](workspace::Workspace& ws) { return ws.list(root, path, max_entries); });
 }
 
 Result<workspace::RgOutcome> SessionWorker::run_rg(const workspace::RgRequest& request) {
-    return with_worker<workspace::RgOutcome>([&](workspace::Workspace& ws) { return ws.run_rg(request); });
+    return with_worker<workspace::RgOutcome>(
+        [&](workspace::Workspace& ws) { return ws.run_rg(request); });
 }
 
 int worker_main(const std::string& workspace_root, const std::string& spill_root) {

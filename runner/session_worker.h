@@ -18,9 +18,9 @@
 namespace stockade::runner {
 
 struct WorkerConfig {
-    std::string workspace{};   // host path, mounted read-write at the same path
-    std::string spill_dir{};   // host path, mounted read-only at the same path
-    RunOptions sandbox{};      // isolation, network, limits: as for `stockade run`
+    std::string workspace{};  // host path, mounted read-write at the same path
+    std::string spill_dir{};  // host path, mounted read-only at the same path
+    RunOptions sandbox{};     // isolation, network, limits: as for `stockade run`
 };
 
 // Called with "WorkerStarted"/"WorkerExited" and details, for the event log.

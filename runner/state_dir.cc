@@ -20,10 +20,12 @@ namespace stockade::runner {
 namespace fs = std::filesystem;
 
 std::string default_state_dir() {
-    if (const char* dir = std::getenv("STOCKADE_STATE_DIR"); dir != nullptr && *dir != '\0') {  // NOLINT(concurrency-mt-unsafe): read once at start-up
+    if (const char* dir = std::getenv("STOCKADE_STATE_DIR");
+        dir != nullptr && *dir != '\0') {  // NOLINT(concurrency-mt-unsafe): read once at start-up
         return dir;
     }
-    if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg != nullptr && *xdg == '/') {  // NOLINT(concurrency-mt-unsafe)
+    if (const char* xdg = std::getenv("XDG_STATE_HOME");
+        xdg != nullptr && *xdg == '/') {  // NOLINT(concurrency-mt-unsafe)
         return fmt::format("{}/stockade", xdg);
     }
     const char* home = std::getenv("HOME");  // NOLINT(concurrency-mt-unsafe)
@@ -55,8 +57,9 @@ bool valid_session_id(const std::string& id) {
 
 Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::string& id) {
     if (!valid_session_id(id)) {
-        return Error{Errc::kInvalidArgument,
-                     fmt::format("session id \"{}\" is not valid: use letters, digits, - and _", id)};
+        return Error{
+            Errc::kInvalidArgument,
+            fmt::format("session id \"{}\" is not valid: use letters, digits, - and _", id)};
     }
     SessionPaths paths;
     paths.id = id;
@@ -65,7 +68,8 @@ Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::s
     paths.tool_output = paths.dir + "/tool-output";
     RETURN_IF_ERROR(make_dirs(paths.tool_output, 0700));
     // The sandbox user reads spilled output through a read-only bind: let it traverse.
-    for (const std::string& dir : {state_dir, state_dir + "/sessions", paths.dir, paths.tool_output}) {
+    for (const std::string& dir :
+         {state_dir, state_dir + "/sessions", paths.dir, paths.tool_output}) {
         (void)::chmod(dir.c_str(), 0711);
     }
     (void)::chmod(paths.tool_output.c_str(), 0755);

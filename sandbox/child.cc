@@ -10,7 +10,6 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,6 +24,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <net/if.h>
+
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
 #endif
@@ -33,31 +34,56 @@ namespace stockade::sandbox {
 
 const char* child_step_name(ChildStep step) noexcept {
     switch (step) {
-        case ChildStep::kDeathSignal: return "set the parent-death signal";
-        case ChildStep::kWaitForGo: return "wait for the supervisor";
-        case ChildStep::kDumpable: return "make the sandbox's init non-dumpable";
-        case ChildStep::kCgroupNamespace: return "enter a new cgroup namespace";
-        case ChildStep::kDropGroups: return "drop supplementary groups";
-        case ChildStep::kMountPrivate: return "make mounts private";
-        case ChildStep::kCaptureSource: return "capture a bind source";
-        case ChildStep::kMountRoot: return "mount the new root";
-        case ChildStep::kMountOp: return "assemble the root";
-        case ChildStep::kPivotRoot: return "pivot_root";
-        case ChildStep::kHostname: return "set the hostname";
-        case ChildStep::kLoopback: return "bring up loopback";
-        case ChildStep::kSetGid: return "setresgid";
-        case ChildStep::kSetUid: return "setresuid";
-        case ChildStep::kDropCaps: return "drop capabilities";
-        case ChildStep::kNoNewPrivs: return "set no_new_privs";
-        case ChildStep::kLandlock: return "apply Landlock";
-        case ChildStep::kCloseFds: return "close inherited descriptors";
-        case ChildStep::kRlimit: return "set resource limits";
-        case ChildStep::kPty: return "open the pseudo-terminal";
-        case ChildStep::kSendPty: return "hand the terminal to the supervisor";
-        case ChildStep::kSeccomp: return "install the seccomp filter";
-        case ChildStep::kFork: return "fork the command";
-        case ChildStep::kChdir: return "change to the working directory";
-        case ChildStep::kExec: return "execute the command";
+        case ChildStep::kDeathSignal:
+            return "set the parent-death signal";
+        case ChildStep::kWaitForGo:
+            return "wait for the supervisor";
+        case ChildStep::kDumpable:
+            return "make the sandbox's init non-dumpable";
+        case ChildStep::kCgroupNamespace:
+            return "enter a new cgroup namespace";
+        case ChildStep::kDropGroups:
+            return "drop supplementary groups";
+        case ChildStep::kMountPrivate:
+            return "make mounts private";
+        case ChildStep::kCaptureSource:
+            return "capture a bind source";
+        case ChildStep::kMountRoot:
+            return "mount the new root";
+        case ChildStep::kMountOp:
+            return "assemble the root";
+        case ChildStep::kPivotRoot:
+            return "pivot_root";
+        case ChildStep::kHostname:
+            return "set the hostname";
+        case ChildStep::kLoopback:
+            return "bring up loopback";
+        case ChildStep::kSetGid:
+            return "setresgid";
+        case ChildStep::kSetUid:
+            return "setresuid";
+        case ChildStep::kDropCaps:
+            return "drop capabilities";
+        case ChildStep::kNoNewPrivs:
+            return "set no_new_privs";
+        case ChildStep::kLandlock:
+            return "apply Landlock";
+        case ChildStep::kCloseFds:
+            return "close inherited descriptors";
+        case ChildStep::kRlimit:
+            return "set resource limits";
+        case ChildStep::kPty:
+            return "open the pseudo-terminal";
+        case ChildStep::kSendPty:
+            return "hand the terminal to the supervisor";
+        case ChildStep::kSeccomp:
+            return "install the seccomp filter";
+        case ChildStep::kFork:
+            return "fork the command";
+        case ChildStep::kChdir:
+            return "change to the working directory";
+        case ChildStep::kExec:
+            return "execute the command";
     }
     return "unknown step";
 }
@@ -188,7 +214,8 @@ int run_mount_op(ChildPlan& plan, const MountOp& op, const char* staged) noexcep
                 return err;
             }
             // SAFETY: move_mount attaches the detached tree captured before the root existed.
-            if (::syscall(SYS_move_mount, src, "", AT_FDCWD, staged, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+            if (::syscall(SYS_move_mount, src, "", AT_FDCWD, staged, MOVE_MOUNT_F_EMPTY_PATH) !=
+                0) {
                 return errno;
             }
             ::close(src);
@@ -378,9 +405,9 @@ void drop_capability_bounds(const ChildPlan& plan) noexcept {
     if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0) {
         fail(plan, ChildStep::kDropCaps, errno);
     }
-    constexpr unsigned long kBits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
-                                    SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
-                                    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+    constexpr unsigned long kBits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                    SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                                    SECBIT_NO_CAP_AMBIENT_RAISE |
                                     SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
     if (::prctl(PR_SET_SECUREBITS, kBits, 0, 0, 0) != 0) {
         fail(plan, ChildStep::kDropCaps, errno);
@@ -431,8 +458,7 @@ void arrange_fds(ChildPlan& plan) noexcept {
         }
     }
     auto first_free = static_cast<unsigned int>(3 + plan.pass_fds.size());
-    if (::close_range(first_free, kSyncFd - 1, 0) != 0 ||
-        ::close_range(kExecFd + 1, ~0U, 0) != 0) {
+    if (::close_range(first_free, kSyncFd - 1, 0) != 0 || ::close_range(kExecFd + 1, ~0U, 0) != 0) {
         fail(plan, ChildStep::kCloseFds, errno);
     }
     if (plan.exec_fd < 0) {
@@ -495,7 +521,8 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
 // Step 5: exec the command, searching PATH for a bare name. Never returns.
 [[noreturn]] void exec_command(const ChildPlan& plan) noexcept {
     if (plan.exec_fd >= 0) {
-        ::syscall(SYS_execveat, plan.exec_fd, "", plan.argv.data(), plan.envp.data(), AT_EMPTY_PATH);
+        ::syscall(SYS_execveat, plan.exec_fd, "", plan.argv.data(), plan.envp.data(),
+                  AT_EMPTY_PATH);
         fail(plan, ChildStep::kExec, errno);
     }
     const char* file = plan.argv[0];
@@ -576,7 +603,8 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
         (void)::sigaction(sig, &sa, nullptr);
     }
     // SAFETY: a raw fork (clone with SIGCHLD only): no atfork handlers, no locks.
-    auto pid = static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+    auto pid =
+        static_cast<pid_t>(::syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
     if (pid < 0) {
         fail(plan, ChildStep::kFork, errno);
     }

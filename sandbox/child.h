@@ -77,24 +77,24 @@ struct ChildPlan {
     bool new_mount_ns = true;
     bool new_uts_ns = true;
     bool new_net_ns = true;
-    bool as_pid1 = true;    // fork the command from a reaping init (we are pid 1 of a pid ns)
-    int exec_fd = -1;       // execveat(exec_fd, "", AT_EMPTY_PATH) instead of a PATH search
+    bool as_pid1 = true;        // fork the command from a reaping init (we are pid 1 of a pid ns)
+    int exec_fd = -1;           // execveat(exec_fd, "", AT_EMPTY_PATH) instead of a PATH search
     std::vector<int> pass_fds;  // become the command's fds 3, 4, ...
     std::array<int, 3> stdio{-1, -1, -1};  // replace fds 0, 1, 2 when >= 0
-    bool drop_groups = false;  // setgroups(0, NULL): the caller was root
+    bool drop_groups = false;              // setgroups(0, NULL): the caller was root
 
-    bool set_ids = true;       // setresgid/setresuid to uid/gid below
+    bool set_ids = true;  // setresgid/setresuid to uid/gid below
     uid_t uid = 0;
     gid_t gid = 0;
     std::string hostname;
 
     // The root: sources captured with open_tree before the root tmpfs covers anything.
     MountPlan mounts;
-    std::vector<int> source_fds;          // scratch, one per mounts.sources
-    std::vector<int> prepared_fds;        // per source: an idmapped tree made by the supervisor, or -1
-    std::vector<std::string> staged;      // per op: "<staging>/<target>"
-    std::string staging;                  // where the new root is assembled
-    std::string staged_dev_null;          // "<staging>/dev/null", the mask source
+    std::vector<int> source_fds;      // scratch, one per mounts.sources
+    std::vector<int> prepared_fds;    // per source: an idmapped tree made by the supervisor, or -1
+    std::vector<std::string> staged;  // per op: "<staging>/<target>"
+    std::string staging;              // where the new root is assembled
+    std::string staged_dev_null;      // "<staging>/dev/null", the mask source
 
     std::vector<char*> argv;  // NULL-terminated, pointing into the strings below
     std::vector<char*> envp;

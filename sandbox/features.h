@@ -57,7 +57,8 @@ HostFeatures probe_host_features();
 // Resolves `requested` against the host. kAuto picks the strongest of full > namespaces >
 // landlock and never none. A level the host cannot give fails with kUnavailable:
 //   "full isolation is not available: <cause>. Fix: <remedy>"
-// Rules: full = user, mount, pid, net, ipc/uts/cgroup namespaces + seccomp (+ Landlock where present)
+// Rules: full = user, mount, pid, net, ipc/uts/cgroup namespaces + seccomp (+ Landlock where
+// present)
 // + usable cgroups; namespaces = the same without cgroups; landlock = Landlock + seccomp;
 // none is always available when asked for by name.
 Result<Isolation> choose_isolation(Isolation requested, const HostFeatures& features);

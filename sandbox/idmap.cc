@@ -20,12 +20,15 @@ Status write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t insid
     if (deny_setgroups) {
         RETURN_IF_ERROR(write_file(proc + "setgroups", "deny"));
     }
-    RETURN_IF_ERROR(write_file(proc + "uid_map", fmt::format("{} {} 1\n", inside_uid, outside_uid)));
-    RETURN_IF_ERROR(write_file(proc + "gid_map", fmt::format("{} {} 1\n", inside_gid, outside_gid)));
+    RETURN_IF_ERROR(
+        write_file(proc + "uid_map", fmt::format("{} {} 1\n", inside_uid, outside_uid)));
+    RETURN_IF_ERROR(
+        write_file(proc + "gid_map", fmt::format("{} {} 1\n", inside_gid, outside_gid)));
     return {};
 }
 
-Result<UniqueFd> make_userns_fd(uid_t disk_uid, uid_t kernel_uid, gid_t disk_gid, gid_t kernel_gid) {
+Result<UniqueFd> make_userns_fd(uid_t disk_uid, uid_t kernel_uid, gid_t disk_gid,
+                                gid_t kernel_gid) {
     ASSIGN_OR_RETURN(FdPair pipe, make_pipe());
     // SAFETY: fork-like clone into a new user namespace; the child only blocks on the pipe.
     long pid = ::syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, nullptr, nullptr, nullptr, nullptr);

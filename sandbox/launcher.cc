@@ -38,10 +38,12 @@ constexpr const char* kStaging = "/tmp";
 bool has_user_ns(Isolation level) {
     switch (level) {
         case Isolation::kFull:
-        case Isolation::kNamespaces: return true;
+        case Isolation::kNamespaces:
+            return true;
         case Isolation::kAuto:
         case Isolation::kLandlock:
-        case Isolation::kNone: return false;
+        case Isolation::kNone:
+            return false;
     }
     return false;
 }
@@ -167,11 +169,12 @@ Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec&
     switch (e.step) {
         case ChildStep::kExec:
             if (e.err == ENOENT) {
-                return Error{Errc::kNotFound,
-                             fmt::format("command \"{}\" not found in the sandbox image: install it "
-                                         "in the image, pass its directory with --ro, or check PATH",
-                                         spec.argv[0]),
-                             e.err};
+                return Error{
+                    Errc::kNotFound,
+                    fmt::format("command \"{}\" not found in the sandbox image: install it "
+                                "in the image, pass its directory with --ro, or check PATH",
+                                spec.argv[0]),
+                    e.err};
             }
             return Error{Errc::kPermissionDenied,
                          fmt::format("command \"{}\" cannot be executed in the sandbox: {}",
@@ -184,8 +187,8 @@ Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec&
                          e.err};
         case ChildStep::kCaptureSource:
             if (e.index >= 0 && index < plan.mounts.sources.size()) {
-                return errno_error(fmt::format("sandbox setup: bind \"{}\"", plan.mounts.sources[index]),
-                                   e.err);
+                return errno_error(
+                    fmt::format("sandbox setup: bind \"{}\"", plan.mounts.sources[index]), e.err);
             }
             break;
         case ChildStep::kMountOp:
@@ -196,20 +199,22 @@ Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec&
                                        : fmt::format("mount \"{}\"", op.target);
                 Error err = errno_error(fmt::format("sandbox setup: {}", what), e.err);
                 if (op.kind == MountOpKind::kProc && e.err == EPERM) {
-                    err.message += ". Likely cause: the host's /proc has masked entries (as inside "
-                                   "a container); run with --isolation landlock";
+                    err.message +=
+                        ". Likely cause: the host's /proc has masked entries (as inside "
+                        "a container); run with --isolation landlock";
                 }
                 return err;
             }
             break;
         case ChildStep::kLandlock:
             if (e.index >= 0 && index < plan.landlock.rules.size()) {
-                return errno_error(
-                    fmt::format("sandbox setup: Landlock rule \"{}\"", plan.landlock.rules[index].path),
-                    e.err);
+                return errno_error(fmt::format("sandbox setup: Landlock rule \"{}\"",
+                                               plan.landlock.rules[index].path),
+                                   e.err);
             }
             break;
-        default: break;
+        default:
+            break;
     }
     return errno_error(fmt::format("sandbox setup: {}", child_step_name(e.step)), e.err);
 }
@@ -315,8 +320,9 @@ Result<ExitStatus> Sandbox::wait() {
         return Error{Errc::kFailedPrecondition, "sandbox already reaped"};
     }
     siginfo_t info{};
-    if (retry_eintr([&] { return ::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED); }) !=
-        0) {
+    if (retry_eintr([&] {
+            return ::waitid(P_PIDFD, static_cast<id_t>(pidfd_.get()), &info, WEXITED);
+        }) != 0) {
         return errno_error("wait for the sandbox", errno);
     }
     reaped_ = true;
@@ -329,7 +335,9 @@ Result<ExitStatus> Sandbox::wait() {
     return ExitStatus{.code = 128 + info.si_status, .signal = info.si_status};
 }
 
-bool Sandbox::oom_killed() const { return cgroup_ && cgroup_->oom_killed(); }
+bool Sandbox::oom_killed() const {
+    return cgroup_ && cgroup_->oom_killed();
+}
 
 Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     auto log = log::get("sandbox");
@@ -393,17 +401,18 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         Error error;
         // Without a network namespace (level landlock), "no network" has to be seccomp's job.
         const bool no_network = spec.network == NetworkMode::kNone;
-        const SeccompProgram* program = seccomp_for(
-            SeccompOptions{.restrict_socket_families = no_network,
-                           .deny_all_sockets = no_network && !userns},
-            &error);
+        const SeccompProgram* program =
+            seccomp_for(SeccompOptions{.restrict_socket_families = no_network,
+                                       .deny_all_sockets = no_network && !userns},
+                        &error);
         if (program == nullptr) {
             return std::move(error).wrap("compile the seccomp filter");
         }
         plan.seccomp = program->fprog();
         static const LandlockSupport landlock = probe_landlock();
         plan.landlock = make_landlock_plan(
-            landlock.abi, LandlockPaths{.writable = spec.writable_paths, .readable = spec.readable_paths});
+            landlock.abi,
+            LandlockPaths{.writable = spec.writable_paths, .readable = spec.readable_paths});
         plan.landlock.exec_fd = spec.exec_fd;
     }
     if (plan.as_pid1) {
@@ -437,8 +446,8 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
             if (::stat(op.data.c_str(), &st) != 0) {
                 return errno_error(fmt::format("stat \"{}\"", op.data), errno);
             }
-            ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid, st.st_gid,
-                                                          spec.identity.host_gid));
+            ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid,
+                                                         st.st_gid, spec.identity.host_gid));
             auto tree = make_idmapped_tree(op.data, ns.get());
             if (!tree) {
                 return std::move(tree).error().wrap(

@@ -5,16 +5,31 @@
 namespace stockade::sandbox {
 
 const char* const kProcMaskedFiles[] = {
-    "/proc/kcore",         "/proc/kallsyms",   "/proc/sysrq-trigger", "/proc/timer_list",
-    "/proc/keys",          "/proc/key-users",  "/proc/latency_stats", "/proc/sched_debug",
-    "/proc/kpagecount",    "/proc/kpageflags", "/proc/kpagecgroup",   "/proc/vmallocinfo",
-    "/proc/config.gz",     "/proc/kmsg",       "/proc/modules",       "/proc/slabinfo",
-    "/proc/buddyinfo",     "/proc/pagetypeinfo", nullptr,
+    "/proc/kcore",
+    "/proc/kallsyms",
+    "/proc/sysrq-trigger",
+    "/proc/timer_list",
+    "/proc/keys",
+    "/proc/key-users",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/kpagecgroup",
+    "/proc/vmallocinfo",
+    "/proc/config.gz",
+    "/proc/kmsg",
+    "/proc/modules",
+    "/proc/slabinfo",
+    "/proc/buddyinfo",
+    "/proc/pagetypeinfo",
+    nullptr,
 };
-const char* const kProcMaskedDirs[] = {"/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/firmware",
-                                       "/proc/driver", "/proc/dynamic_debug", nullptr};
-const char* const kProcReadOnly[] = {"/proc/sys", "/proc/irq", "/proc/bus", "/proc/fs",
-                                     "/proc/sysvipc", nullptr};
+const char* const kProcMaskedDirs[] = {"/proc/acpi",     "/proc/scsi",   "/proc/asound",
+                                       "/proc/firmware", "/proc/driver", "/proc/dynamic_debug",
+                                       nullptr};
+const char* const kProcReadOnly[] = {"/proc/sys", "/proc/irq",     "/proc/bus",
+                                     "/proc/fs",  "/proc/sysvipc", nullptr};
 
 namespace {
 

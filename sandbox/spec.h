@@ -65,7 +65,7 @@ struct Limits {
 struct Identity {
     uid_t sandbox_uid = 1000;  // uid inside the user namespace
     gid_t sandbox_gid = 1000;
-    uid_t host_uid = 0;        // what sandbox_uid maps to on the host
+    uid_t host_uid = 0;  // what sandbox_uid maps to on the host
     gid_t host_gid = 0;
     std::string user_name = "stockade";
 };
@@ -75,7 +75,7 @@ struct SandboxSpec {
     std::vector<std::string> env{};   // "NAME=VALUE", exactly what the command gets
     std::string cwd{};                // inside the sandbox
     std::string hostname = "stockade";
-    std::vector<Bind> binds{};        // in mount order; parents before children
+    std::vector<Bind> binds{};  // in mount order; parents before children
     std::vector<GeneratedFile> files{};
     std::vector<Symlink> symlinks{};
     std::vector<std::string> writable_paths{};  // Landlock: where writes are allowed

@@ -39,7 +39,9 @@ bool myers(const std::vector<int>& a, const std::vector<int>& b, size_t a0, size
     const long offset = limit + 1;
     std::vector<long> v(static_cast<size_t>(2 * limit + 3), 0);
     std::vector<std::vector<long>> trace;
-    auto at = [&](long k) -> long& { return v[static_cast<size_t>(k + offset)]; };
+    auto at = [&](long k) -> long& {
+        return v[static_cast<size_t>(k + offset)];
+    };
 
     long found = -1;
     for (long d = 0; d <= limit && found < 0; ++d) {
@@ -68,7 +70,9 @@ bool myers(const std::vector<int>& a, const std::vector<int>& b, size_t a0, size
     long y = m_len;
     for (long d = found; d > 0; --d) {
         const std::vector<long>& s = trace[static_cast<size_t>(d)];
-        auto prev = [&](long k) { return s[static_cast<size_t>(k + d + 1)]; };
+        auto prev = [&](long k) {
+            return s[static_cast<size_t>(k + d + 1)];
+        };
         const long k = x - y;
         const long prev_k = (k == -d || (k != d && prev(k - 1) < prev(k + 1))) ? k + 1 : k - 1;
         const long prev_x = prev(prev_k);
@@ -76,14 +80,17 @@ bool myers(const std::vector<int>& a, const std::vector<int>& b, size_t a0, size
         while (x > prev_x && y > prev_y) {
             --x;
             --y;
-            rev.push_back({OpKind::kEqual, a0 + static_cast<size_t>(x), b0 + static_cast<size_t>(y)});
+            rev.push_back(
+                {OpKind::kEqual, a0 + static_cast<size_t>(x), b0 + static_cast<size_t>(y)});
         }
         if (x == prev_x) {
             --y;
-            rev.push_back({OpKind::kInsert, a0 + static_cast<size_t>(x), b0 + static_cast<size_t>(y)});
+            rev.push_back(
+                {OpKind::kInsert, a0 + static_cast<size_t>(x), b0 + static_cast<size_t>(y)});
         } else {
             --x;
-            rev.push_back({OpKind::kDelete, a0 + static_cast<size_t>(x), b0 + static_cast<size_t>(y)});
+            rev.push_back(
+                {OpKind::kDelete, a0 + static_cast<size_t>(x), b0 + static_cast<size_t>(y)});
         }
     }
     while (x > 0 && y > 0) {
@@ -191,12 +198,14 @@ DiffResult unified_diff(std::string_view before, std::string_view after, std::st
         }
         const size_t begin = changes[g] > ctx ? changes[g] - ctx : 0;
         const size_t end = std::min(ops.size(), changes[last] + ctx + 1);
-        result.text += fmt::format(
-            "@@ -{} +{} @@\n", range(old_before[begin], old_before[end] - old_before[begin]),
-            range(new_before[begin], new_before[end] - new_before[begin]));
+        result.text += fmt::format("@@ -{} +{} @@\n",
+                                   range(old_before[begin], old_before[end] - old_before[begin]),
+                                   range(new_before[begin], new_before[end] - new_before[begin]));
         for (size_t i = begin; i < end; ++i) {
             switch (ops[i].kind) {
-                case OpKind::kEqual: append_line(result.text, ' ', old_lines[ops[i].old_index]); break;
+                case OpKind::kEqual:
+                    append_line(result.text, ' ', old_lines[ops[i].old_index]);
+                    break;
                 case OpKind::kDelete:
                     append_line(result.text, '-', old_lines[ops[i].old_index]);
                     ++result.deletions;

@@ -135,7 +135,8 @@ struct Shift {
 };
 
 // The one indentation change that turns every non-blank old line into its file line, if any.
-std::optional<Shift> uniform_shift(const std::vector<std::pair<std::string_view, std::string_view>>& pairs) {
+std::optional<Shift> uniform_shift(
+    const std::vector<std::pair<std::string_view, std::string_view>>& pairs) {
     std::optional<Shift> shift;
     for (const auto& [old_line, file_line] : pairs) {
         if (trim(old_line).empty() || trim(file_line).empty()) {
@@ -179,10 +180,10 @@ std::string_view depth(const std::vector<std::string_view>& lines) {
 }
 
 // Applies the indentation rule to new_string for a block match.
-std::string adapt_new_string(std::string_view new_string, const std::vector<std::string_view>& old_lines,
-                             const std::vector<std::string_view>& file_lines,
-                             const std::vector<std::pair<std::string_view, std::string_view>>& pairs,
-                             bool* reindented) {
+std::string adapt_new_string(
+    std::string_view new_string, const std::vector<std::string_view>& old_lines,
+    const std::vector<std::string_view>& file_lines,
+    const std::vector<std::pair<std::string_view, std::string_view>>& pairs, bool* reindented) {
     *reindented = false;
     const std::optional<Shift> shift = uniform_shift(pairs);
     if (!shift || shift->prefix.empty()) {
@@ -261,7 +262,8 @@ Candidate block_candidate(const Text& t, size_t first, size_t last, const OldLin
 // cover only the trimmed text.
 std::string boundary_adjusted(std::string_view new_string, std::string_view old) {
     const std::string_view core = trim(old);
-    const size_t lead_len = core.empty() ? old.size() : static_cast<size_t>(core.data() - old.data());
+    const size_t lead_len =
+        core.empty() ? old.size() : static_cast<size_t>(core.data() - old.data());
     const std::string_view lead = old.substr(0, lead_len);
     const std::string_view trail = old.substr(lead_len + core.size());
     std::string_view r = new_string;
@@ -284,15 +286,25 @@ std::string unescape(std::string_view s) {
         }
         const char c = s[i + 1];
         switch (c) {
-            case 'n': out += '\n'; break;
-            case 't': out += '\t'; break;
-            case 'r': out += '\r'; break;
+            case 'n':
+                out += '\n';
+                break;
+            case 't':
+                out += '\t';
+                break;
+            case 'r':
+                out += '\r';
+                break;
             case '\'':
             case '"':
             case '`':
             case '$':
-            case '\\': out += c; break;
-            case '\n': out += '\n'; break;
+            case '\\':
+                out += c;
+                break;
+            case '\n':
+                out += '\n';
+                break;
             default:
                 out += s[i];
                 out += c;
@@ -528,8 +540,8 @@ Found find_block_anchor(const Text& t, const OldLines& old, std::string_view new
             Candidate c = block_candidate(t, b.first, b.last, old, new_string, true);
             c.score = score;
             const size_t size = b.last - b.first + 1;
-            c.size_penalty = size > old.lines.size() ? size - old.lines.size()
-                                                     : old.lines.size() - size;
+            c.size_penalty =
+                size > old.lines.size() ? size - old.lines.size() : old.lines.size() - size;
             f.matches.push_back(std::move(c));
         }
     }
@@ -707,7 +719,8 @@ EditOutcome build(const Text& t, const TextShape& shape, std::vector<Candidate> 
     return applied;
 }
 
-// Resolves one strategy's findings: nothing (try the next), a guard failure, ambiguity, or the edit.
+// Resolves one strategy's findings: nothing (try the next), a guard failure, ambiguity, or the
+// edit.
 std::optional<EditOutcome> settle(const Text& t, const TextShape& shape, Found found,
                                   Strategy strategy) {
     if (found.failure) {
@@ -733,30 +746,48 @@ std::optional<EditOutcome> settle(const Text& t, const TextShape& shape, Found f
 
 std::string_view strategy_name(Strategy strategy) {
     switch (strategy) {
-        case Strategy::kExact: return "exact";
-        case Strategy::kLineTrimmed: return "line-trimmed";
-        case Strategy::kWhitespaceNormalized: return "whitespace-normalized";
-        case Strategy::kIndentationFlexible: return "indentation-flexible";
-        case Strategy::kEscapeNormalized: return "escape-normalized";
-        case Strategy::kTrimmedBoundary: return "trimmed-boundary";
-        case Strategy::kBlockAnchor: return "block-anchor";
-        case Strategy::kContextAware: return "context-aware";
-        case Strategy::kMultiOccurrence: return "multi-occurrence";
+        case Strategy::kExact:
+            return "exact";
+        case Strategy::kLineTrimmed:
+            return "line-trimmed";
+        case Strategy::kWhitespaceNormalized:
+            return "whitespace-normalized";
+        case Strategy::kIndentationFlexible:
+            return "indentation-flexible";
+        case Strategy::kEscapeNormalized:
+            return "escape-normalized";
+        case Strategy::kTrimmedBoundary:
+            return "trimmed-boundary";
+        case Strategy::kBlockAnchor:
+            return "block-anchor";
+        case Strategy::kContextAware:
+            return "context-aware";
+        case Strategy::kMultiOccurrence:
+            return "multi-occurrence";
     }
     return "unknown";
 }
 
 std::string_view strategy_phrase(Strategy strategy) {
     switch (strategy) {
-        case Strategy::kExact: return "matched exactly";
-        case Strategy::kLineTrimmed: return "matched with trimmed line comparison";
-        case Strategy::kWhitespaceNormalized: return "matched with whitespace normalization";
-        case Strategy::kIndentationFlexible: return "matched at a different indentation";
-        case Strategy::kEscapeNormalized: return "matched after unescaping old_string";
-        case Strategy::kTrimmedBoundary: return "matched with surrounding whitespace trimmed";
-        case Strategy::kBlockAnchor: return "matched by its first and last lines (fuzzy middle)";
-        case Strategy::kContextAware: return "matched by context lines (fuzzy)";
-        case Strategy::kMultiOccurrence: return "every exact occurrence";
+        case Strategy::kExact:
+            return "matched exactly";
+        case Strategy::kLineTrimmed:
+            return "matched with trimmed line comparison";
+        case Strategy::kWhitespaceNormalized:
+            return "matched with whitespace normalization";
+        case Strategy::kIndentationFlexible:
+            return "matched at a different indentation";
+        case Strategy::kEscapeNormalized:
+            return "matched after unescaping old_string";
+        case Strategy::kTrimmedBoundary:
+            return "matched with surrounding whitespace trimmed";
+        case Strategy::kBlockAnchor:
+            return "matched by its first and last lines (fuzzy middle)";
+        case Strategy::kContextAware:
+            return "matched by context lines (fuzzy)";
+        case Strategy::kMultiOccurrence:
+            return "every exact occurrence";
     }
     return "unknown";
 }
@@ -803,8 +834,8 @@ EditOutcome apply_edit(const EditSpec& spec) {
     if (auto r = settle(t, shape, find_exact(t, old, new_string, true), Strategy::kExact)) {
         return *r;
     }
-    if (auto r = settle(t, shape, find_line_trimmed(t, old_lines, new_string),
-                        Strategy::kLineTrimmed)) {
+    if (auto r =
+            settle(t, shape, find_line_trimmed(t, old_lines, new_string), Strategy::kLineTrimmed)) {
         return *r;
     }
     if (auto r = settle(t, shape, find_whitespace_normalized(t, old, old_lines, new_string),

@@ -82,7 +82,7 @@ struct EditApplied {
 struct NearMiss {
     size_t first_line = 0;  // 1-based, inclusive
     size_t last_line = 0;
-    size_t line = 0;        // the first line that differs
+    size_t line = 0;  // the first line that differs
     bool whitespace_only = false;
     std::string expected{};  // old_string's line
     std::string actual{};    // the file's line

@@ -36,14 +36,21 @@ constexpr std::string_view kDescription =
 std::string_view loose_match_phrase(Strategy s) {
     switch (s) {
         case Strategy::kExact:
-        case Strategy::kMultiOccurrence: return "";
+        case Strategy::kMultiOccurrence:
+            return "";
         case Strategy::kLineTrimmed:
-        case Strategy::kIndentationFlexible: return "when lines are compared trimmed";
-        case Strategy::kWhitespaceNormalized: return "when whitespace is normalized";
-        case Strategy::kEscapeNormalized: return "once its escape sequences are unescaped";
-        case Strategy::kTrimmedBoundary: return "once its surrounding whitespace is trimmed";
-        case Strategy::kBlockAnchor: return "by its first and last lines";
-        case Strategy::kContextAware: return "by its context lines";
+        case Strategy::kIndentationFlexible:
+            return "when lines are compared trimmed";
+        case Strategy::kWhitespaceNormalized:
+            return "when whitespace is normalized";
+        case Strategy::kEscapeNormalized:
+            return "once its escape sequences are unescaped";
+        case Strategy::kTrimmedBoundary:
+            return "once its surrounding whitespace is trimmed";
+        case Strategy::kBlockAnchor:
+            return "by its first and last lines";
+        case Strategy::kContextAware:
+            return "by its context lines";
     }
     return "";
 }
@@ -53,7 +60,8 @@ std::string line_list(const std::vector<size_t>& lines) {
     for (size_t i = 0; i < lines.size() && i < kMaxListedLines; ++i) {
         parts.push_back(std::to_string(lines[i]));
     }
-    std::string s = fmt::format("{} {}", lines.size() == 1 ? "line" : "lines", fmt::join(parts, ", "));
+    std::string s =
+        fmt::format("{} {}", lines.size() == 1 ? "line" : "lines", fmt::join(parts, ", "));
     if (lines.size() > kMaxListedLines) {
         s += fmt::format(", \u2026 ({} more)", lines.size() - kMaxListedLines);
     }
@@ -61,7 +69,8 @@ std::string line_list(const std::vector<size_t>& lines) {
 }
 
 std::string line_range(size_t first, size_t last) {
-    return first == last ? fmt::format("line {}", first) : fmt::format("lines {}\u2013{}", first, last);
+    return first == last ? fmt::format("line {}", first)
+                         : fmt::format("lines {}\u2013{}", first, last);
 }
 
 std::string failure_message(const EditFailure& f, std::string_view display, bool replace_all) {
@@ -80,11 +89,13 @@ std::string failure_message(const EditFailure& f, std::string_view display, bool
                 msg += fmt::format(
                     "Closest near-miss is at {} (differs {}on line {}: expected {}, file has {}). "
                     "Read that region and provide old_string exactly as it appears in the file.",
-                    line_range(m.first_line, m.last_line), m.whitespace_only ? "in whitespace " : "",
-                    m.line, quote(m.expected), quote(m.actual));
+                    line_range(m.first_line, m.last_line),
+                    m.whitespace_only ? "in whitespace " : "", m.line, quote(m.expected),
+                    quote(m.actual));
             } else {
-                msg += "Read the file to see its current content, then provide old_string exactly "
-                       "as it appears in the file.";
+                msg +=
+                    "Read the file to see its current content, then provide old_string exactly "
+                    "as it appears in the file.";
             }
             if (replace_all) {
                 msg += " With replace_all, old_string must match exactly.";
@@ -138,13 +149,14 @@ std::string snippet(const std::string& bytes, size_t first_line, size_t last_lin
             line.remove_suffix(1);
         }
         out += '\n';
-        out += number_line(n, truncate_chars(sanitize_utf8(line), kMaxLineChars,
-                                             "\u2026 [line truncated]"));
+        out += number_line(
+            n, truncate_chars(sanitize_utf8(line), kMaxLineChars, "\u2026 [line truncated]"));
     }
     if (to < region_end) {
-        out += fmt::format("\n(Snippet cut at {} lines; the edited region continues to line {}. "
-                           "Read the file to review the rest.)",
-                           kMaxSnippetLines, std::min(last_line, lines.size()));
+        out += fmt::format(
+            "\n(Snippet cut at {} lines; the edited region continues to line {}. "
+            "Read the file to review the rest.)",
+            kMaxSnippetLines, std::min(last_line, lines.size()));
     }
     return out;
 }
@@ -186,7 +198,8 @@ public:
 
 private:
     ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
+        Result<workspace::ResolvedPath> resolved =
+            resolve_tool_path(ctx, arg_string(args, "file_path"));
         if (!resolved) {
             return error_result(resolved.error().message);
         }
@@ -230,7 +243,8 @@ private:
                 "so you do not destroy existing content, then write or edit it.",
                 path.display));
         }
-        Result<workspace::ReadData> current = ctx.ws->read(path.root, path.relative, known->size + 1);
+        Result<workspace::ReadData> current =
+            ctx.ws->read(path.root, path.relative, known->size + 1);
         if (!current) {
             return error_result(io_failure("read", path.display, current.error()));
         }
@@ -269,7 +283,8 @@ private:
         if (!written) {
             return error_result(io_failure("write", path.display, written.error()));
         }
-        const FileStamp s = ctx.stamps->stamp(path.display, applied.content, written->info.mtime_ns);
+        const FileStamp s =
+            ctx.stamps->stamp(path.display, applied.content, written->info.mtime_ns);
         if (ctx.events != nullptr) {
             ctx.events->file_modified(path.display, s.sha256, s.size, s.mtime_ns, diff.additions,
                                       diff.deletions, false);
@@ -279,8 +294,9 @@ private:
         if (applied.strategy == Strategy::kMultiOccurrence) {
             how = count_of(applied.replacements, "replacement", "replacements");
         } else {
-            how = fmt::format("{}, {}", count_of(applied.replacements, "replacement", "replacements"),
-                              strategy_phrase(applied.strategy));
+            how =
+                fmt::format("{}, {}", count_of(applied.replacements, "replacement", "replacements"),
+                            strategy_phrase(applied.strategy));
             if (applied.reindented) {
                 how += "; new_string re-indented to the file's depth";
             }
@@ -289,7 +305,8 @@ private:
         r.content = fmt::format(
             "Edited {} ({}).\n{}\nReview the changes. Edit the file again if the result is not "
             "what you intended.",
-            path.display, how, snippet(applied.content, applied.new_first_line, applied.new_last_line));
+            path.display, how,
+            snippet(applied.content, applied.new_first_line, applied.new_last_line));
         r.metadata = {
             {"title", fmt::format("Edit {} \u00b7 +{} \u2212{}", short_path(path), diff.additions,
                                   diff.deletions)},

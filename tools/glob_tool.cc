@@ -47,7 +47,7 @@ bool names(std::string_view pattern, std::string_view dir) {
 // A component that starts with '.' (".github/**", "**/.env*") asks for hidden files.
 bool wants_hidden(std::string_view pattern) {
     for (std::string_view part : components(pattern)) {
-        if (part.size() > 1 && part.starts_with('.') && part != ".." ) {
+        if (part.size() > 1 && part.starts_with('.') && part != "..") {
             return true;
         }
     }
@@ -94,7 +94,8 @@ public:
             {"properties",
              {
                  {"pattern",
-                  {{"type", "string"}, {"description", "Glob pattern to match file paths against."}}},
+                  {{"type", "string"},
+                   {"description", "Glob pattern to match file paths against."}}},
                  {"path",
                   {{"type", "string"},
                    {"description", "Directory to search in. Defaults to the working directory."}}},
@@ -109,7 +110,8 @@ public:
 
 private:
     // rg --files under `dir`, filtered by `glob` when given; paths as the model sees them.
-    static Result<workspace::RgOutcome> list_files(ToolContext& ctx, const workspace::ResolvedPath& dir,
+    static Result<workspace::RgOutcome> list_files(ToolContext& ctx,
+                                                   const workspace::ResolvedPath& dir,
                                                    std::string_view pattern,
                                                    const std::optional<std::string>& glob) {
         workspace::RgRequest req;
@@ -160,7 +162,8 @@ private:
     ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
         std::string pattern = arg_string(args, "pattern");
         if (pattern.empty()) {
-            return error_result(R"(pattern is empty. Give a glob such as "**/*.ts" or "src/**/config.*".)");
+            return error_result(
+                R"(pattern is empty. Give a glob such as "**/*.ts" or "src/**/config.*".)");
         }
         workspace::ResolvedPath dir = workspace_root(ctx);
         if (auto p = opt_string(args, "path"); p && !p->empty()) {
@@ -205,7 +208,8 @@ private:
                     "\"src/**/config.*\".",
                     pattern, detail));
             }
-            return error_result(fmt::format("glob failed: {}", detail.empty() ? "ripgrep exited with an error." : detail));
+            return error_result(fmt::format(
+                "glob failed: {}", detail.empty() ? "ripgrep exited with an error." : detail));
         }
         if (out->timed_out && out->out.empty()) {
             return error_result(fmt::format(
@@ -221,9 +225,9 @@ private:
         const bool complete = !out->truncated && !out->timed_out;
         const std::string total =
             (complete ? "" : "at least ") + count_of(paths.size(), "file", "files");
-        const std::string header = fmt::format("{} {} \"{}\"{}:", total,
-                                               paths.size() == 1 ? "matches" : "match", pattern,
-                                               paths.size() > 1 ? " (newest first)" : "");
+        const std::string header =
+            fmt::format("{} {} \"{}\"{}:", total, paths.size() == 1 ? "matches" : "match", pattern,
+                        paths.size() > 1 ? " (newest first)" : "");
         ToolResult r;
         r.metadata = {{"title", fmt::format("Glob {} \u00b7 {}", pattern, total)},
                       {"files", paths.size()},
@@ -240,8 +244,9 @@ private:
             r.content += fmt::format("[Showing {} of {}. Narrow the pattern to see the rest.]",
                                      kMaxPaths, with_thousands(paths.size()));
         } else {
-            r.content += fmt::format("[Showing {} of {}. Full list: {} \u2014 or narrow the pattern.]",
-                                     kMaxPaths, with_thousands(paths.size()), spill);
+            r.content +=
+                fmt::format("[Showing {} of {}. Full list: {} \u2014 or narrow the pattern.]",
+                            kMaxPaths, with_thousands(paths.size()), spill);
         }
         TruncationInfo t;
         t.original_bytes = full.size();

@@ -107,7 +107,8 @@ Parsed parse_rg_json(ToolContext& ctx, workspace::Root root, const workspace::Rg
         }
         p.files[it->second].lines.emplace_back(number, std::move(text));
         ++p.matches;
-        if (auto sub = data.find("submatches"); sub != data.end() && sub->is_array() && !sub->empty()) {
+        if (auto sub = data.find("submatches");
+            sub != data.end() && sub->is_array() && !sub->empty()) {
             p.submatches.push_back(rg_data((*sub)[0].value("match", nlohmann::json())));
         }
     }
@@ -220,7 +221,8 @@ public:
                     "Directory or file to search in. Defaults to the working directory."}}},
                  {"include",
                   {{"type", "string"},
-                   {"description", R"(Glob filter for file names, e.g. "*.ts" or "src/**/*.py".)"}}},
+                   {"description",
+                    R"(Glob filter for file names, e.g. "*.ts" or "src/**/*.py".)"}}},
              }},
             {"required", {"pattern"}},
             {"additionalProperties", false},
@@ -246,7 +248,8 @@ private:
     }
 
     static Result<workspace::RgOutcome> search(ToolContext& ctx, const Scope& scope,
-                                               std::vector<std::string> mode, const std::string& regex) {
+                                               std::vector<std::string> mode,
+                                               const std::string& regex) {
         workspace::RgRequest req;
         req.root = scope.path.root;
         req.args = {"--json"};
@@ -284,8 +287,7 @@ private:
             return error_result(io_failure("search", scope.path.display, info.error()));
         }
 
-        Result<workspace::RgOutcome> out =
-            search(ctx, scope, {"--smart-case"}, pattern);
+        Result<workspace::RgOutcome> out = search(ctx, scope, {"--smart-case"}, pattern);
         if (!out) {
             return error_result(io_failure("search", scope.path.display, out.error()));
         }
@@ -319,8 +321,9 @@ private:
             r.content = fmt::format("{}{} for \"{}\":\n\n{}", at_least, summary, pattern,
                                     render(parsed, kMaxMatches, kMaxLineChars));
             if (!complete) {
-                r.content += "\n[The search stopped early (output or time limit); narrow the "
-                             "pattern, path, or include filter to see everything.]";
+                r.content +=
+                    "\n[The search stopped early (output or time limit); narrow the "
+                    "pattern, path, or include filter to see everything.]";
             }
             return r;
         }
@@ -328,13 +331,14 @@ private:
         const std::string full = fmt::format("{}{} for \"{}\":\n\n{}\n", at_least, summary, pattern,
                                              render(parsed, SIZE_MAX, kMaxSpillLineChars));
         const std::string spill = spill_text(ctx, "grep", full);
-        r.content = fmt::format(
-            "Showing first {} of {}{} matching lines (in {}{}) for \"{}\":\n\n{}\n", kMaxMatches,
-            at_least, with_thousands(parsed.matches), at_least,
-            count_of(parsed.files.size(), "file", "files"), pattern,
-            render(parsed, kMaxMatches, kMaxLineChars));
+        r.content =
+            fmt::format("Showing first {} of {}{} matching lines (in {}{}) for \"{}\":\n\n{}\n",
+                        kMaxMatches, at_least, with_thousands(parsed.matches), at_least,
+                        count_of(parsed.files.size(), "file", "files"), pattern,
+                        render(parsed, kMaxMatches, kMaxLineChars));
         if (spill.empty()) {
-            r.content += "[Results truncated. Use a more specific pattern, path, or include filter.]";
+            r.content +=
+                "[Results truncated. Use a more specific pattern, path, or include filter.]";
         } else {
             r.content += fmt::format(
                 "[Results truncated. Full results: {} \u2014 or use a more specific pattern, path, "
@@ -362,25 +366,29 @@ private:
                 pattern, detail);
         }
         if (include && detail.find("glob") != std::string::npos) {
-            return fmt::format("Invalid include glob \"{}\". ripgrep says:\n{}\nFix the glob, e.g. "
-                               "\"*.ts\" or \"src/**/*.py\".",
-                               *include, detail);
+            return fmt::format(
+                "Invalid include glob \"{}\". ripgrep says:\n{}\nFix the glob, e.g. "
+                "\"*.ts\" or \"src/**/*.py\".",
+                *include, detail);
         }
-        return fmt::format("grep failed: {}", detail.empty() ? "ripgrep exited with an error." : detail);
+        return fmt::format("grep failed: {}",
+                           detail.empty() ? "ripgrep exited with an error." : detail);
     }
 
     static ToolResult no_matches(ToolContext& ctx, const Scope& scope, const std::string& pattern) {
         const std::string hint = near_miss(ctx, scope, pattern);
-        const std::string where =
-            scope.include ? fmt::format("{} (files matching \"{}\")", scope.path.display, *scope.include)
-                          : scope.path.display;
+        const std::string where = scope.include ? fmt::format("{} (files matching \"{}\")",
+                                                              scope.path.display, *scope.include)
+                                                : scope.path.display;
         ToolResult r;
         if (hint.empty()) {
-            r.content = fmt::format("No matches for \"{}\" in {}. Check the regex or broaden the scope.",
-                                    pattern, where);
+            r.content =
+                fmt::format("No matches for \"{}\" in {}. Check the regex or broaden the scope.",
+                            pattern, where);
         } else {
             r.content = fmt::format(
-                "No matches for \"{}\" in {}. Check the regex (did you mean \"{}\"?) or broaden the "
+                "No matches for \"{}\" in {}. Check the regex (did you mean \"{}\"?) or broaden "
+                "the "
                 "scope.",
                 pattern, where, hint);
         }

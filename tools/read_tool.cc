@@ -40,10 +40,13 @@ bool is_hidden(std::string_view name) {
 
 std::string entry_label(const workspace::DirEntry& e) {
     switch (e.type) {
-        case workspace::FileType::kDirectory: return e.name + "/";
-        case workspace::FileType::kSymlink: return e.name + " (symlink)";
+        case workspace::FileType::kDirectory:
+            return e.name + "/";
+        case workspace::FileType::kSymlink:
+            return e.name + " (symlink)";
         case workspace::FileType::kFile:
-        case workspace::FileType::kOther: break;
+        case workspace::FileType::kOther:
+            break;
     }
     return e.name;
 }
@@ -74,14 +77,16 @@ public:
             {"properties",
              {
                  {"file_path",
-                  {{"type", "string"}, {"description", "Path to the file to read (absolute preferred)."}}},
+                  {{"type", "string"},
+                   {"description", "Path to the file to read (absolute preferred)."}}},
                  {"offset",
                   {{"type", "integer"},
                    {"description",
                     "1-based line number to start reading from. Omit to start at line 1."}}},
                  {"limit",
                   {{"type", "integer"},
-                   {"description", "Maximum number of lines to return. Omit for the default of 2000."}}},
+                   {"description",
+                    "Maximum number of lines to return. Omit for the default of 2000."}}},
              }},
             {"required", {"file_path"}},
             {"additionalProperties", false},
@@ -93,7 +98,8 @@ public:
 
 private:
     ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
+        Result<workspace::ResolvedPath> resolved =
+            resolve_tool_path(ctx, arg_string(args, "file_path"));
         if (!resolved) {
             return error_result(resolved.error().message);
         }
@@ -122,14 +128,16 @@ private:
             return error_result(io_failure("read", path.display, info.error()));
         }
         switch (info->type) {
-            case workspace::FileType::kDirectory: return list_directory(ctx, path);
+            case workspace::FileType::kDirectory:
+                return list_directory(ctx, path);
             case workspace::FileType::kOther:
                 return error_result(fmt::format(
                     "{} is not a regular file (it is a device, socket or pipe); read only opens "
                     "files and directories.",
                     path.display));
             case workspace::FileType::kFile:
-            case workspace::FileType::kSymlink: break;
+            case workspace::FileType::kSymlink:
+                break;
         }
         const bool paging = offset_arg.has_value() || limit_arg.has_value();
         if (info->size > kMaxFileBytes && !paging) {
@@ -182,9 +190,9 @@ private:
                     offset, format_size(kMaxFileBytes), path.display, format_size(info->size),
                     total));
             }
-            return error_result(fmt::format(
-                "Offset {} is beyond the end of the file ({}). Use offset \u2264 {}.", offset,
-                count_of(total, "line", "lines"), total));
+            return error_result(
+                fmt::format("Offset {} is beyond the end of the file ({}). Use offset \u2264 {}.",
+                            offset, count_of(total, "line", "lines"), total));
         }
 
         std::string body;
@@ -194,8 +202,8 @@ private:
             if (line.ends_with('\r')) {
                 line.remove_suffix(1);
             }
-            const std::string shown =
-                number_line(last + 1, truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated));
+            const std::string shown = number_line(
+                last + 1, truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated));
             if (!body.empty() && body.size() + 1 + shown.size() > kMaxPageBytes) {
                 break;
             }
@@ -234,8 +242,8 @@ private:
         return r;
     }
 
-    static void stamp(ToolContext& ctx, const workspace::ResolvedPath& path, const std::string& bytes,
-                      const workspace::FileInfo& info) {
+    static void stamp(ToolContext& ctx, const workspace::ResolvedPath& path,
+                      const std::string& bytes, const workspace::FileInfo& info) {
         if (ctx.stamps == nullptr) {
             return;
         }
@@ -283,7 +291,8 @@ private:
                 continue;
             }
             const std::string child = join_path(path.relative, e->name);
-            Result<std::vector<workspace::DirEntry>> sub = ctx.ws->list(path.root, child, kListCap + 1);
+            Result<std::vector<workspace::DirEntry>> sub =
+                ctx.ws->list(path.root, child, kListCap + 1);
             if (!sub) {
                 body += fmt::format("{}/ (cannot be listed)\n", e->name);
                 continue;
@@ -306,7 +315,8 @@ private:
                 body += fmt::format("{}/ (empty)\n", e->name);
                 continue;
             }
-            body += fmt::format("{}/ ({})\n", e->name, counts(sub_visible.size(), sub_hidden, sub_more));
+            body += fmt::format("{}/ ({})\n", e->name,
+                                counts(sub_visible.size(), sub_hidden, sub_more));
             for (size_t i = 0; i < sub_visible.size(); ++i) {
                 if (i == kMaxNestedEntries) {
                     body += fmt::format("  \u2026 and {} more\n",
@@ -324,8 +334,9 @@ private:
             content = fmt::format("Directory {} ({}):\n{}", path.display,
                                   counts(visible.size(), hidden, more), body);
             if (any_hidden) {
-                content += "(Hidden entries, whose names start with \".\", are counted but not "
-                           "listed.)\n";
+                content +=
+                    "(Hidden entries, whose names start with \".\", are counted but not "
+                    "listed.)\n";
             }
             content += "Read a file to see its content, or use glob to find files deeper down.";
         }

@@ -8,25 +8,33 @@
 #include <fmt/format.h>
 
 #include "tools/file_tools.h"
-#include "tools/tool_support.h"
 #include "tools/similar.h"
 #include "tools/tool.h"
+#include "tools/tool_support.h"
 
 namespace stockade::tools {
 namespace {
 
 std::string type_phrase(const nlohmann::json& v) {
     switch (v.type()) {
-        case nlohmann::json::value_t::null: return "null";
-        case nlohmann::json::value_t::boolean: return "a boolean";
-        case nlohmann::json::value_t::string: return "a string";
+        case nlohmann::json::value_t::null:
+            return "null";
+        case nlohmann::json::value_t::boolean:
+            return "a boolean";
+        case nlohmann::json::value_t::string:
+            return "a string";
         case nlohmann::json::value_t::number_integer:
-        case nlohmann::json::value_t::number_unsigned: return "an integer";
-        case nlohmann::json::value_t::number_float: return "a number";
-        case nlohmann::json::value_t::array: return "an array";
-        case nlohmann::json::value_t::object: return "an object";
+        case nlohmann::json::value_t::number_unsigned:
+            return "an integer";
+        case nlohmann::json::value_t::number_float:
+            return "a number";
+        case nlohmann::json::value_t::array:
+            return "an array";
+        case nlohmann::json::value_t::object:
+            return "an object";
         case nlohmann::json::value_t::binary:
-        case nlohmann::json::value_t::discarded: break;
+        case nlohmann::json::value_t::discarded:
+            break;
     }
     return "an unknown value";
 }
@@ -43,8 +51,11 @@ bool matches_type(const nlohmann::json& v, std::string_view type) {
                (v.is_number_float() && std::trunc(v.get<double>()) == v.get<double>());
     }
     const std::array<std::pair<std::string_view, bool>, 5> checks = {{
-        {"string", v.is_string()}, {"boolean", v.is_boolean()}, {"number", v.is_number()},
-        {"object", v.is_object()}, {"array", v.is_array()},
+        {"string", v.is_string()},
+        {"boolean", v.is_boolean()},
+        {"number", v.is_number()},
+        {"object", v.is_object()},
+        {"array", v.is_array()},
     }};
     for (const auto& [name, ok] : checks) {
         if (type == name) {
@@ -84,10 +95,11 @@ std::vector<std::unique_ptr<Tool>> make_file_tools() {
 
 Status validate_arguments(const Tool& tool, const nlohmann::json& args) {
     auto fail = [&](const std::string& what) {
-        return Error{Errc::kInvalidArgument,
-                     fmt::format("Invalid input for tool \"{}\": {}. Please rewrite the input so it "
-                                 "satisfies the expected schema.",
-                                 tool.name(), what)};
+        return Error{
+            Errc::kInvalidArgument,
+            fmt::format("Invalid input for tool \"{}\": {}. Please rewrite the input so it "
+                        "satisfies the expected schema.",
+                        tool.name(), what)};
     };
     const nlohmann::json schema = tool.input_schema();
     const nlohmann::json props = schema.value("properties", nlohmann::json::object());
@@ -122,8 +134,8 @@ Status validate_arguments(const Tool& tool, const nlohmann::json& args) {
         }
         const std::string type = prop->value("type", "");
         if (!type.empty() && !matches_type(value, type)) {
-            return fail(fmt::format("parameter \"{}\" must be {}, not {}", key, expected_phrase(type),
-                                    type_phrase(value)));
+            return fail(fmt::format("parameter \"{}\" must be {}, not {}", key,
+                                    expected_phrase(type), type_phrase(value)));
         }
         if (const auto e = prop->find("enum"); e != prop->end() && e->is_array()) {
             if (std::find(e->begin(), e->end(), value) == e->end()) {

@@ -4,9 +4,9 @@
 // pull the provider framework — every algorithm's tables — into the statically linked binary,
 // which cost ~2 MiB of start-up RSS in every `stockade run`.
 #define OPENSSL_SUPPRESS_DEPRECATED
-#include <openssl/sha.h>
-
 #include <array>
+
+#include <openssl/sha.h>
 
 namespace stockade::tools {
 

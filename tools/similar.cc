@@ -97,7 +97,8 @@ std::vector<std::string> suggest_paths(std::string_view missing,
     return out;
 }
 
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
+std::optional<std::string> closest(std::string_view word,
+                                   const std::vector<std::string>& candidates,
                                    size_t max_distance) {
     std::optional<std::string> best;
     size_t best_distance = max_distance + 1;

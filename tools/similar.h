@@ -26,7 +26,7 @@ std::vector<std::string> suggest_paths(std::string_view missing,
                                        size_t max_results = 3);
 
 // The candidate closest to `word` within `max_distance`, if any (ties: the first given).
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates,
-                                   size_t max_distance);
+std::optional<std::string> closest(std::string_view word,
+                                   const std::vector<std::string>& candidates, size_t max_distance);
 
 }  // namespace stockade::tools

@@ -41,8 +41,8 @@ size_t valid_sequence_length(std::string_view s, size_t i) {
         }
         cp = (cp << 6U) | (b & 0x3FU);
     }
-    const bool overlong = (len == 2 && cp < 0x80U) || (len == 3 && cp < 0x800U) ||
-                          (len == 4 && cp < 0x10000U);
+    const bool overlong =
+        (len == 2 && cp < 0x80U) || (len == 3 && cp < 0x800U) || (len == 4 && cp < 0x10000U);
     const bool surrogate = cp >= 0xD800U && cp <= 0xDFFFU;
     if (overlong || surrogate || cp > 0x10FFFFU) {
         return 0;
@@ -300,11 +300,21 @@ std::string quote(std::string_view s, size_t max_chars) {
     for (char c : text) {
         const auto u = static_cast<unsigned char>(c);
         switch (c) {
-            case '"': out += "\\\""; break;
-            case '\\': out += "\\\\"; break;
-            case '\t': out += "\\t"; break;
-            case '\r': out += "\\r"; break;
-            case '\n': out += "\\n"; break;
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
             default:
                 if (u < 0x20U || u == 0x7FU) {
                     out += fmt::format("\\x{:02x}", u);

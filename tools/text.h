@@ -45,9 +45,9 @@ std::string_view indentation(std::string_view line);
 inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 
 struct TextShape {
-    bool bom = false;   // starts with the UTF-8 byte order mark
-    bool crlf = false;  // has line breaks, and every one of them is "\r\n"
-    bool mixed = false; // has both "\r\n" and bare "\n" breaks (left as they are)
+    bool bom = false;    // starts with the UTF-8 byte order mark
+    bool crlf = false;   // has line breaks, and every one of them is "\r\n"
+    bool mixed = false;  // has both "\r\n" and bare "\n" breaks (left as they are)
 };
 TextShape detect_shape(std::string_view bytes);
 // Strips the BOM and, for a CRLF text, turns every "\r\n" into "\n".
@@ -65,7 +65,7 @@ std::string number_line(size_t number, std::string_view line);
 // Lines numbered from `first_line`, joined with '\n' (no final newline).
 std::string number_lines(const std::vector<std::string_view>& lines, size_t first_line);
 
-std::string with_thousands(uint64_t n);  // 1842 → "1,842"
+std::string with_thousands(uint64_t n);   // 1842 → "1,842"
 std::string format_size(uint64_t bytes);  // "512 bytes", "9.5 KB", "58 KB", "12.3 MB"
 // "1 line", "2 lines", "1,842 lines".
 std::string count_of(uint64_t n, std::string_view one, std::string_view many);

@@ -1,8 +1,7 @@
 #include "tools/tool_support.h"
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <map>
 #include <set>
@@ -115,8 +114,9 @@ Result<workspace::ResolvedPath> resolve_tool_path(ToolContext& ctx, std::string_
 }
 
 workspace::ResolvedPath workspace_root(ToolContext& ctx) {
-    Result<workspace::ResolvedPath> r = workspace::resolve_path(
-        "", ctx.ws->root_path(workspace::Root::kWorkspace), ctx.ws->root_path(workspace::Root::kSpill));
+    Result<workspace::ResolvedPath> r =
+        workspace::resolve_path("", ctx.ws->root_path(workspace::Root::kWorkspace),
+                                ctx.ws->root_path(workspace::Root::kSpill));
     if (r) {
         return *r;
     }
@@ -178,8 +178,9 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
         error.sys_errno != 0 ? fmt::format(" ({})", errno_string(error.sys_errno)) : std::string();
     switch (error.code) {
         case Errc::kNotFound:
-            return fmt::format("Cannot {} {}: it or one of its parent directories does not exist{}.",
-                               verb, display, detail);
+            return fmt::format(
+                "Cannot {} {}: it or one of its parent directories does not exist{}.", verb,
+                display, detail);
         case Errc::kPermissionDenied:
         case Errc::kPolicyDenied:
             if (error.sys_errno == EXDEV) {
@@ -200,22 +201,25 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
                 "content smaller.",
                 verb, display, detail);
         case Errc::kDeadlineExceeded:
-            return fmt::format("Cannot {} {}: the workspace did not answer in time. Try again.", verb,
-                               display);
-        case Errc::kCancelled: return std::string(kCancelledText);
+            return fmt::format("Cannot {} {}: the workspace did not answer in time. Try again.",
+                               verb, display);
+        case Errc::kCancelled:
+            return std::string(kCancelledText);
         case Errc::kInvalidArgument:
         case Errc::kAlreadyExists:
         case Errc::kFailedPrecondition:
-            return fmt::format("Cannot {} {}: the path cannot be used here{}. Use a plain path to a "
-                               "file inside the workspace.",
-                               verb, display, detail);
+            return fmt::format(
+                "Cannot {} {}: the path cannot be used here{}. Use a plain path to a "
+                "file inside the workspace.",
+                verb, display, detail);
         case Errc::kUnavailable:
         case Errc::kInternal:
             break;
     }
-    return fmt::format("Cannot {} {}: the workspace reported an error{}. Try again; if it persists, "
-                       "report it to the user.",
-                       verb, display, detail);
+    return fmt::format(
+        "Cannot {} {}: the workspace reported an error{}. Try again; if it persists, "
+        "report it to the user.",
+        verb, display, detail);
 }
 
 std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedPath& path) {
@@ -283,7 +287,8 @@ void sort_newest_first(ToolContext& ctx, workspace::Root root, std::vector<std::
         for (size_t i : members) {
             const std::string_view path = paths[i];
             const size_t slash = path.rfind('/');
-            const std::string_view name = slash == std::string_view::npos ? path : path.substr(slash + 1);
+            const std::string_view name =
+                slash == std::string_view::npos ? path : path.substr(slash + 1);
             if (auto it = times.find(name); it != times.end()) {
                 mtime[i] = it->second;
             }

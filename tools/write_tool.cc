@@ -55,7 +55,8 @@ public:
 
 private:
     ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, arg_string(args, "file_path"));
+        Result<workspace::ResolvedPath> resolved =
+            resolve_tool_path(ctx, arg_string(args, "file_path"));
         if (!resolved) {
             return error_result(resolved.error().message);
         }
@@ -140,7 +141,8 @@ private:
                                     count_of(count_lines(old_bytes), "line", "lines"),
                                     count_of(new_lines, "line", "lines"));
         } else {
-            r.content = fmt::format("Wrote {} ({}).", path.display, count_of(new_lines, "line", "lines"));
+            r.content =
+                fmt::format("Wrote {} ({}).", path.display, count_of(new_lines, "line", "lines"));
         }
         r.metadata = {
             {"title", existed ? fmt::format("Write {} \u00b7 +{} \u2212{}", short_path(path),

@@ -78,9 +78,8 @@ Result<ResolvedPath> resolve_path(std::string_view input, const std::string& wor
                      "The path contains a NUL byte. Give a plain file path inside the workspace."};
     }
     const std::string root_display = join_absolute(normalise_components(workspace_root));
-    const std::string joined = input.starts_with('/')
-                                   ? std::string(input)
-                                   : fmt::format("{}/{}", root_display, input);
+    const std::string joined =
+        input.starts_with('/') ? std::string(input) : fmt::format("{}/{}", root_display, input);
     const std::vector<std::string_view> parts = normalise_components(joined);
     const std::string display = join_absolute(parts);
 

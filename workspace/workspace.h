@@ -74,7 +74,7 @@ inline constexpr size_t kRgMaxErrBytes = 64 << 10;
 struct RgOutcome {
     int exit_code = 0;  // rg: 0 matches, 1 none, 2 error; -1 if killed by the timeout
     std::string out{};
-    std::string err{};  // at most kRgMaxErrBytes
+    std::string err{};       // at most kRgMaxErrBytes
     bool truncated = false;  // out was cut at max_output_bytes
     bool timed_out = false;
 };

@@ -98,12 +98,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
     }
 
-    const bool plain = file.find('\r') == std::string_view::npos &&
-                       old_s.find('\r') == std::string_view::npos &&
-                       new_s.find('\r') == std::string_view::npos && !shape.bom &&
-                       !old_s.starts_with(stockade::tools::kUtf8Bom) &&
-                       !new_s.starts_with(stockade::tools::kUtf8Bom) && !old_s.empty() &&
-                       old_s != new_s;
+    const bool plain =
+        file.find('\r') == std::string_view::npos && old_s.find('\r') == std::string_view::npos &&
+        new_s.find('\r') == std::string_view::npos && !shape.bom &&
+        !old_s.starts_with(stockade::tools::kUtf8Bom) &&
+        !new_s.starts_with(stockade::tools::kUtf8Bom) && !old_s.empty() && old_s != new_s;
     if (!plain) {
         return 0;
     }

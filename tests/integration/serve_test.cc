@@ -62,7 +62,8 @@ public:
     ServeProcess& operator=(const ServeProcess&) = delete;
 
     nlohmann::json request(const std::string& method, nlohmann::json params) {
-        nlohmann::json msg = {{"jsonrpc", "2.0"}, {"id", ++id_}, {"method", method}, {"params", params}};
+        nlohmann::json msg = {
+            {"jsonrpc", "2.0"}, {"id", ++id_}, {"method", method}, {"params", params}};
         std::string line = msg.dump() + "\n";
         EXPECT_EQ(::write(to_, line.data(), line.size()), static_cast<ssize_t>(line.size()));
         return read_line();
@@ -140,7 +141,9 @@ std::vector<pid_t> worker_pids(const std::string& state) {
     return pids;
 }
 
-bool alive(pid_t pid) { return pid > 0 && ::kill(pid, 0) == 0; }
+bool alive(pid_t pid) {
+    return pid > 0 && ::kill(pid, 0) == 0;
+}
 
 std::string text_of(const nlohmann::json& response) {
     if (!response.contains("result")) {
@@ -215,13 +218,13 @@ TEST_F(ServeTest, TheWorkerRefusesASymlinkOutOfTheWorkspace) {
     RunConfig config;
     config.env = {"STOCKADE_STATE_DIR=" + state_.path()};
     for (const char* path : {"link", "dirlink/secret.txt"}) {
-        RunResult r = run_stockade(
-            {"call", "--workspace", workspace_.path(), "read",
-             nlohmann::json{{"file_path", path}}.dump()},
-            config);
+        RunResult r = run_stockade({"call", "--workspace", workspace_.path(), "read",
+                                    nlohmann::json{{"file_path", path}}.dump()},
+                                   config);
         EXPECT_EQ(r.exit_code, 1) << r.describe();
         EXPECT_THAT(r.out, Not(HasSubstr("host secret"))) << r.describe();
-        EXPECT_THAT(r.out, HasSubstr("symbolic link that leads outside the workspace")) << r.describe();
+        EXPECT_THAT(r.out, HasSubstr("symbolic link that leads outside the workspace"))
+            << r.describe();
     }
     // And the sandbox itself does not even contain the outside directory.
     RunResult ls = run_stockade({"run", "--workspace", workspace_.path(), "--", "cat", secret});
@@ -237,17 +240,19 @@ TEST_F(ServeTest, CallPrintsTheModelFacingTextOrTheWholeResult) {
         {"call", "--workspace", workspace_.path(), "read", R"({"file_path":"notes.md"})"}, config);
     ASSERT_EQ(text.exit_code, 0) << text.describe();
     EXPECT_THAT(text.out, HasSubstr("     2→two"));
-    RunResult json = run_stockade({"call", "--workspace", workspace_.path(), "glob",
-                                   R"({"pattern":"*.md"})", "--json"},
-                                  config);
+    RunResult json = run_stockade(
+        {"call", "--workspace", workspace_.path(), "glob", R"({"pattern":"*.md"})", "--json"},
+        config);
     ASSERT_EQ(json.exit_code, 0) << json.describe();
     auto result = nlohmann::json::parse(json.out, nullptr, false);
     ASSERT_FALSE(result.is_discarded()) << json.describe();
     EXPECT_EQ(result["structuredContent"]["files"], 1);
     EXPECT_EQ(result["isError"], false);
-    RunResult bad = run_stockade({"call", "--workspace", workspace_.path(), "read", "{oops"}, config);
+    RunResult bad =
+        run_stockade({"call", "--workspace", workspace_.path(), "read", "{oops"}, config);
     EXPECT_EQ(bad.exit_code, 2) << bad.describe();
-    RunResult unknown = run_stockade({"call", "--workspace", workspace_.path(), "frobnicate", "{}"}, config);
+    RunResult unknown =
+        run_stockade({"call", "--workspace", workspace_.path(), "frobnicate", "{}"}, config);
     EXPECT_EQ(unknown.exit_code, 2) << unknown.describe();
     EXPECT_THAT(unknown.err, HasSubstr("read, write, edit, grep, glob"));
 }

@@ -34,7 +34,8 @@ std::string describe_fd(int fd) {
     std::array<char, 512> target{};
     std::string link = "/proc/self/fd/" + std::to_string(fd);
     ssize_t n = ::readlink(link.c_str(), target.data(), target.size() - 1);
-    return std::to_string(fd) + " -> " + (n > 0 ? std::string(target.data(), static_cast<size_t>(n)) : "?");
+    return std::to_string(fd) + " -> " +
+           (n > 0 ? std::string(target.data(), static_cast<size_t>(n)) : "?");
 }
 
 FdLeakChecker::FdLeakChecker() : before_(open_fds()) {}

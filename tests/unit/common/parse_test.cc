@@ -21,7 +21,8 @@ TEST(ParseSizeTest, AcceptsPowersOf1024WithOptionalByteSuffix) {
 }
 
 TEST(ParseSizeTest, RejectsGarbageNegativeFractionalBytesAndOverflow) {
-    for (const char* bad : {"", "M", "-1", "1.5", "12Q", "1KK", "1 K", "0x10", "1e3", "99999999999T"}) {
+    for (const char* bad :
+         {"", "M", "-1", "1.5", "12Q", "1KK", "1 K", "0x10", "1e3", "99999999999T"}) {
         EXPECT_THAT(parse_size(bad), HasErrc(Errc::kInvalidArgument)) << bad;
     }
 }

@@ -1,7 +1,6 @@
-#include "images/image.h"
-
 #include <gtest/gtest.h>
 
+#include "images/image.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::images {
@@ -27,7 +26,8 @@ TEST(HostImageTest, NeverCarriesHostSecretsOrHomes) {
     sandbox::SandboxSpec spec;
     ASSERT_THAT(apply_image("host", spec), IsOk());
     for (const auto& bind : spec.binds) {
-        for (const char* forbidden : {"/etc/shadow", "/etc/gshadow", "/root", "/home", "/var", "/run"}) {
+        for (const char* forbidden :
+             {"/etc/shadow", "/etc/gshadow", "/root", "/home", "/var", "/run"}) {
             EXPECT_NE(bind.source, forbidden);
             EXPECT_NE(bind.source.rfind(std::string(forbidden) + "/", 0), 0U) << bind.source;
         }

@@ -70,7 +70,8 @@ TEST_F(EventLogTest, TornAndForeignLinesAreSkippedNotFatal) {
         ASSERT_TRUE(log);
         log->append("FileRead", {{"path", "/w/a"}}, true);
     }
-    std::ofstream(path_, std::ios::app) << "{\"v\":99,\"type\":\"FromTheFuture\"}\nnot json\n{\"v\":1,\"type\":\"Fi";
+    std::ofstream(path_, std::ios::app)
+        << "{\"v\":99,\"type\":\"FromTheFuture\"}\nnot json\n{\"v\":1,\"type\":\"Fi";
     auto replay = EventLog::read_all(path_);
     ASSERT_TRUE(replay);
     EXPECT_EQ(replay->events.size(), 1U);

@@ -111,7 +111,8 @@ TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
     };
     const Case cases[] = {
         {[](RunOptions& o) { o.workspace = "/nonexistent/ws"; }, "does not exist"},
-        {[](RunOptions& o) { o.ro = {"/nonexistent/ro"}; }, "--ro path \"/nonexistent/ro\" does not exist"},
+        {[](RunOptions& o) { o.ro = {"/nonexistent/ro"}; },
+         "--ro path \"/nonexistent/ro\" does not exist"},
         {[](RunOptions& o) { o.memory = "lots"; }, "--memory"},
         {[](RunOptions& o) { o.pids = "-3"; }, "--pids"},
         {[](RunOptions& o) { o.cpu = "0"; }, "--cpu"},

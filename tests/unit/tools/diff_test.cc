@@ -1,8 +1,8 @@
 #include "tools/diff.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 namespace stockade::tools {
 namespace {
@@ -63,7 +63,8 @@ TEST(DiffTest, NewFileDiffsAgainstDevNull) {
 
 TEST(DiffTest, MissingFinalNewlineIsMarked) {
     const DiffResult d = unified_diff("a\nb", "a\nb\n", "f");
-    EXPECT_EQ(d.text, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
+    EXPECT_EQ(d.text,
+              "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n");
 }
 
 TEST(DiffTest, FallbackBeyondTheEditCapIsStillACorrectDiff) {

@@ -1,15 +1,16 @@
 #include "tools/edit_cascade.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 namespace stockade::tools {
 namespace {
 
 EditOutcome edit(std::string_view file, std::string_view old_s, std::string_view new_s,
                  bool replace_all = false) {
-    return apply_edit({.file = file, .old_string = old_s, .new_string = new_s, .replace_all = replace_all});
+    return apply_edit(
+        {.file = file, .old_string = old_s, .new_string = new_s, .replace_all = replace_all});
 }
 
 const EditApplied& applied(const EditOutcome& o) {
@@ -43,7 +44,8 @@ TEST(EditCascadeTest, Strategy1ExactReplacesTheVerbatimText) {
 }
 
 TEST(EditCascadeTest, Strategy2LineTrimmedIgnoresTrailingWhitespaceAndReplacesWholeLines) {
-    const auto o = edit("int x = 1;   \nint y = 2;\n", "int x = 1;\nint y = 2;", "int x = 10;\nint y = 2;");
+    const auto o =
+        edit("int x = 1;   \nint y = 2;\n", "int x = 1;\nint y = 2;", "int x = 10;\nint y = 2;");
     EXPECT_EQ(applied(o).content, "int x = 10;\nint y = 2;\n");
     EXPECT_EQ(applied(o).strategy, Strategy::kLineTrimmed);
 }
@@ -81,16 +83,19 @@ TEST(EditCascadeTest, Strategy4IndentationRuleShiftsNewStringQuotedAtTheWrongDep
     const auto o = edit(kPython, "def f(self):\n    return 1", "def f(self):\n    return 42");
     EXPECT_EQ(applied(o).strategy, Strategy::kIndentationFlexible);
     EXPECT_TRUE(applied(o).reindented);
-    EXPECT_EQ(applied(o).content,
-              "class A:\n    def f(self):\n        return 42\n\n    def g(self):\n        return 2\n");
+    EXPECT_EQ(
+        applied(o).content,
+        "class A:\n    def f(self):\n        return 42\n\n    def g(self):\n        return 2\n");
 }
 
 TEST(EditCascadeTest, Strategy4IndentationRuleKeepsNewStringAlreadyAtTheFilesDepth) {
-    const auto o = edit(kPython, "def f(self):\n    return 1", "    def f(self):\n        return 42");
+    const auto o =
+        edit(kPython, "def f(self):\n    return 1", "    def f(self):\n        return 42");
     EXPECT_EQ(applied(o).strategy, Strategy::kIndentationFlexible);
     EXPECT_FALSE(applied(o).reindented);
-    EXPECT_EQ(applied(o).content,
-              "class A:\n    def f(self):\n        return 42\n\n    def g(self):\n        return 2\n");
+    EXPECT_EQ(
+        applied(o).content,
+        "class A:\n    def f(self):\n        return 42\n\n    def g(self):\n        return 2\n");
 }
 
 TEST(EditCascadeTest, Strategy4IndentationRuleShiftsLeftWhenQuotedTooDeep) {
@@ -102,8 +107,9 @@ TEST(EditCascadeTest, Strategy4IndentationRuleShiftsLeftWhenQuotedTooDeep) {
 
 TEST(EditCascadeTest, Strategy4IndentationRuleLeavesBlankLinesAlone) {
     const auto o = edit(kPython, "def g(self):\n    return 2\n", "def g(self):\n\n    return 3\n");
-    EXPECT_EQ(applied(o).content,
-              "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n\n        return 3\n");
+    EXPECT_EQ(
+        applied(o).content,
+        "class A:\n    def f(self):\n        return 1\n\n    def g(self):\n\n        return 3\n");
 }
 
 TEST(EditCascadeTest, Strategy5EscapeNormalizedUnescapesBothStrings) {
@@ -129,10 +135,11 @@ constexpr std::string_view kTotal =
     "}\n";
 
 TEST(EditCascadeTest, Strategy7BlockAnchorMatchesSimilarMiddleLines) {
-    const auto o = edit(kTotal,
-                        "function total(items) {\n  let sum = 0;\n  for (const it of items) sum += "
-                        "it.price;\n  return sum;\n}",
-                        "function total(items) {\n  return items.reduce((s, i) => s + i.price, 0);\n}");
+    const auto o =
+        edit(kTotal,
+             "function total(items) {\n  let sum = 0;\n  for (const it of items) sum += "
+             "it.price;\n  return sum;\n}",
+             "function total(items) {\n  return items.reduce((s, i) => s + i.price, 0);\n}");
     EXPECT_EQ(applied(o).strategy, Strategy::kBlockAnchor);
     EXPECT_EQ(applied(o).content,
               "// totals\nfunction total(items) {\n  return items.reduce((s, i) => s + i.price, "
@@ -150,14 +157,16 @@ constexpr std::string_view kGreek =
     "end\n";
 
 TEST(EditCascadeTest, Strategy8ContextAwareNeedsHalfTheMiddleLines) {
-    const auto o = edit(kGreek, "begin\n  alpha = 1\n  beta = 2\n  QQQQQQQQQQQQQ\n  ZZZZZZZZZZZZZ\nend",
-                        "begin\nend");
+    const auto o =
+        edit(kGreek, "begin\n  alpha = 1\n  beta = 2\n  QQQQQQQQQQQQQ\n  ZZZZZZZZZZZZZ\nend",
+             "begin\nend");
     EXPECT_EQ(applied(o).strategy, Strategy::kContextAware);
     EXPECT_EQ(applied(o).content, "begin\nend\n");
 }
 
 TEST(EditCascadeTest, Strategy8RefusesWhenFewerThanHalfTheMiddleLinesMatch) {
-    const auto o = edit(kGreek, "begin\n  alpha = 1\n  QQQQQQQQQ\n  RRRRRRRRR\n  ZZZZZZZZZ\nend", "x");
+    const auto o =
+        edit(kGreek, "begin\n  alpha = 1\n  QQQQQQQQQ\n  RRRRRRRRR\n  ZZZZZZZZZ\nend", "x");
     EXPECT_EQ(failed(o).kind, EditFailureKind::kNotFound);
 }
 
@@ -254,8 +263,13 @@ TEST(EditCascadeTest, CrlfInTheModelsStringsMatchesACrlfFile) {
 TEST(EditCascadeTest, BomIsSplitOffAndRejoined) {
     const auto o = edit("\xEF\xBB\xBFhello\nworld\n", "hello", "hi");
     EXPECT_EQ(applied(o).content, "\xEF\xBB\xBFhi\nworld\n");
-    const auto crlf = edit("\xEF\xBB\xBF" "a\r\nb\r\n", "a\nb", "c\nd");
-    EXPECT_EQ(applied(crlf).content, "\xEF\xBB\xBF" "c\r\nd\r\n");
+    const auto crlf = edit(
+        "\xEF\xBB\xBF"
+        "a\r\nb\r\n",
+        "a\nb", "c\nd");
+    EXPECT_EQ(applied(crlf).content,
+              "\xEF\xBB\xBF"
+              "c\r\nd\r\n");
 }
 
 TEST(EditCascadeTest, MixedLineEndingsAreLeftAsTheyAre) {
@@ -304,7 +318,8 @@ TEST(EditCascadeTest, StrategyNamesAreStable) {
     EXPECT_EQ(strategy_name(Strategy::kExact), "exact");
     EXPECT_EQ(strategy_name(Strategy::kIndentationFlexible), "indentation-flexible");
     EXPECT_EQ(strategy_name(Strategy::kMultiOccurrence), "multi-occurrence");
-    EXPECT_EQ(strategy_phrase(Strategy::kWhitespaceNormalized), "matched with whitespace normalization");
+    EXPECT_EQ(strategy_phrase(Strategy::kWhitespaceNormalized),
+              "matched with whitespace normalization");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include <thread>
+
+#include <gtest/gtest.h>
 
 #include "tests/unit/tools/tool_harness.h"
 
@@ -43,7 +43,8 @@ TEST_F(EditToolTest, ExactEditAnswersWithASnippetOfFourLinesAround) {
     EXPECT_EQ(r.metadata["replacements"], 1);
     EXPECT_EQ(r.metadata["additions"], 2);
     EXPECT_EQ(r.metadata["deletions"], 1);
-    EXPECT_TRUE(r.metadata["diff"].get<std::string>().starts_with("--- a/src/engine.ts\n+++ b/src/engine.ts\n@@ -7,7 +7,8 @@\n"));
+    EXPECT_TRUE(r.metadata["diff"].get<std::string>().starts_with(
+        "--- a/src/engine.ts\n+++ b/src/engine.ts\n@@ -7,7 +7,8 @@\n"));
     EXPECT_EQ(h.events.log.back(), "modified /work/proj/src/engine.ts");
     EXPECT_EQ(h.events.last["created"], false);
 }
@@ -51,7 +52,8 @@ TEST_F(EditToolTest, ExactEditAnswersWithASnippetOfFourLinesAround) {
 TEST_F(EditToolTest, FuzzyEditNamesTheStrategy) {
     h.ws.put("src/py.py", "class A:\n    def f(self):\n        return 1\n");
     ASSERT_FALSE(h.call("read", {{"file_path", "src/py.py"}}).is_error);
-    const ToolResult r = edit("def f(self):\n    return 1", "def f(self):\n    return 2", false, "src/py.py");
+    const ToolResult r =
+        edit("def f(self):\n    return 1", "def f(self):\n    return 2", false, "src/py.py");
     EXPECT_FALSE(r.is_error) << r.content;
     expect_golden("edit_success_reindented.txt", r.content);
     EXPECT_EQ(r.metadata["strategy"], "indentation-flexible");
@@ -63,7 +65,8 @@ TEST_F(EditToolTest, WhitespaceNormalizedPhraseMatchesTheSeed) {
     h.ws.put("src/c.c", "int  x =  1;\n");
     ASSERT_FALSE(h.call("read", {{"file_path", "src/c.c"}}).is_error);
     const ToolResult r = edit("int x = 1;", "int x = 2;", false, "src/c.c");
-    EXPECT_TRUE(r.content.starts_with("Edited /work/proj/src/c.c (1 replacement, matched with whitespace normalization).\n"))
+    EXPECT_TRUE(r.content.starts_with(
+        "Edited /work/proj/src/c.c (1 replacement, matched with whitespace normalization).\n"))
         << r.content;
 }
 
@@ -188,18 +191,23 @@ TEST_F(EditToolTest, ConcurrentEditsOfOneFileAreSerialised) {
     ASSERT_FALSE(h.call("read", {{"file_path", "src/counter.txt"}}).is_error);
     ToolContext ctx2 = h.ctx;
     std::thread t([&] {
-        h.tool("edit").execute({{"file_path", "src/counter.txt"}, {"old_string", "a\n"}, {"new_string", "A\n"}}, ctx2);
+        h.tool("edit").execute(
+            {{"file_path", "src/counter.txt"}, {"old_string", "a\n"}, {"new_string", "A\n"}}, ctx2);
     });
-    h.tool("edit").execute({{"file_path", "src/counter.txt"}, {"old_string", "b\n"}, {"new_string", "B\n"}}, h.ctx);
+    h.tool("edit").execute(
+        {{"file_path", "src/counter.txt"}, {"old_string", "b\n"}, {"new_string", "B\n"}}, h.ctx);
     t.join();
-    // Both land: each edit re-checks the stamp under the lock and sees the other's write as its own.
+    // Both land: each edit re-checks the stamp under the lock and sees the other's write as its
+    // own.
     EXPECT_EQ(h.ws.get("src/counter.txt"), "A\nB\n");
 }
 
 TEST_F(EditToolTest, DirectoryIsRefused) {
     const ToolResult r = edit("a", "b", false, "src");
     EXPECT_TRUE(r.is_error);
-    EXPECT_EQ(r.content, "/work/proj/src is a directory; edit changes one file. Give the path of a file inside it.");
+    EXPECT_EQ(
+        r.content,
+        "/work/proj/src is a directory; edit changes one file. Give the path of a file inside it.");
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 #include "tools/file_stamps.h"
 
-#include <gtest/gtest.h>
-
 #include <atomic>
 #include <thread>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "tools/file_locks.h"
 #include "tools/sha256.h"
@@ -14,7 +14,8 @@ namespace {
 
 TEST(Sha256Test, KnownVectors) {
     EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-    EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    EXPECT_EQ(sha256_hex("abc"),
+              "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
 
 TEST(FileStampsTest, UnreadCleanAndExternallyModified) {

@@ -53,7 +53,8 @@ TEST_F(GlobToolTest, HiddenFilesWhenThePatternAsksForThem) {
 
 TEST_F(GlobToolTest, PatternIsRelativeToPath) {
     EXPECT_EQ(glob({{"pattern", "kernel/*.ts"}, {"path", "src"}}).metadata["files"], 2);
-    EXPECT_EQ(glob({{"pattern", "**/*.ts"}, {"path", "/work/proj/src/kernel"}}).metadata["files"], 2);
+    EXPECT_EQ(glob({{"pattern", "**/*.ts"}, {"path", "/work/proj/src/kernel"}}).metadata["files"],
+              2);
     EXPECT_EQ(glob({{"pattern", "/work/proj/src/kernel/*.ts"}}).metadata["files"], 2);
 }
 

@@ -1,8 +1,8 @@
 // Every golden file is compared by some test: a file no test names is stale.
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "tests/unit/tools/tool_harness.h"
 

@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include <algorithm>
+
+#include <gtest/gtest.h>
 
 #include "tests/unit/tools/tool_harness.h"
 
@@ -13,7 +13,8 @@ using testing::ToolHarness;
 class GrepToolTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        // Newest first: kernel/agent.ts (3000) before context/engine.ts (2000) before README (1000).
+        // Newest first: kernel/agent.ts (3000) before context/engine.ts (2000) before README
+        // (1000).
         h.ws.put("README.md", "The ContextEngine is described here.\n", 1000);
         h.ws.put("src/context/engine.ts",
                  "import x from 'y';\n"
@@ -48,10 +49,16 @@ TEST_F(GrepToolTest, PathAndIncludeNarrowTheSearch) {
     EXPECT_EQ(grep({{"pattern", "ContextEngine"}, {"path", "src"}}).metadata["matches"], 3);
     EXPECT_EQ(grep({{"pattern", "ContextEngine"}, {"include", "*.md"}}).metadata["matches"], 1);
     // An include glob with a slash is taken relative to path.
-    EXPECT_EQ(grep({{"pattern", "ContextEngine"}, {"path", "src"}, {"include", "kernel/*.ts"}}).metadata["matches"], 1);
-    EXPECT_EQ(grep({{"pattern", "ContextEngine"}, {"include", "src/**/*.ts"}}).metadata["matches"], 3);
-    const ToolResult file = grep({{"pattern", "owns"}, {"path", "/work/proj/src/context/engine.ts"}});
-    EXPECT_EQ(file.content, "1 match in 1 file for \"owns\":\n\nsrc/context/engine.ts\n  3:   // ContextEngine owns compaction triggers");
+    EXPECT_EQ(grep({{"pattern", "ContextEngine"}, {"path", "src"}, {"include", "kernel/*.ts"}})
+                  .metadata["matches"],
+              1);
+    EXPECT_EQ(grep({{"pattern", "ContextEngine"}, {"include", "src/**/*.ts"}}).metadata["matches"],
+              3);
+    const ToolResult file =
+        grep({{"pattern", "owns"}, {"path", "/work/proj/src/context/engine.ts"}});
+    EXPECT_EQ(file.content,
+              "1 match in 1 file for \"owns\":\n\nsrc/context/engine.ts\n  3:   // ContextEngine "
+              "owns compaction triggers");
 }
 
 TEST_F(GrepToolTest, GitignoreAndStockadeignoreAreHonoured) {
@@ -112,7 +119,8 @@ TEST_F(GrepToolTest, MoreThan100MatchingLinesAreCutAndSpilled) {
     EXPECT_EQ(r.metadata["truncation"]["omitted_lines"], 200);
     EXPECT_EQ(r.metadata["truncation"]["spill_path"], "/state/tool-output/s1/grep-call1.txt");
     const std::string spilled = h.ws.get("grep-call1.txt", workspace::Root::kSpill);
-    EXPECT_TRUE(spilled.starts_with("300 matches in 2 files for \"needle\":\n\na.txt\n  1: needle 1\n"));
+    EXPECT_TRUE(
+        spilled.starts_with("300 matches in 2 files for \"needle\":\n\na.txt\n  1: needle 1\n"));
     EXPECT_NE(spilled.find("b.txt\n  1: needle 1\n"), std::string::npos);
     EXPECT_TRUE(spilled.ends_with("  150: needle 150\n"));
 }
@@ -120,19 +128,23 @@ TEST_F(GrepToolTest, MoreThan100MatchingLinesAreCutAndSpilled) {
 TEST_F(GrepToolTest, LongLinesAreCutAt250Characters) {
     h.ws.put("min.js", "var x='" + std::string(400, 'q') + "';\n");
     const ToolResult r = grep({{"pattern", "var x"}});
-    EXPECT_NE(r.content.find("  1: var x='" + std::string(243, 'q') + "\u2026"), std::string::npos) << r.content;
+    EXPECT_NE(r.content.find("  1: var x='" + std::string(243, 'q') + "\u2026"), std::string::npos)
+        << r.content;
 }
 
 TEST_F(GrepToolTest, MissingPath) {
     const ToolResult r = grep({{"pattern", "x"}, {"path", "src/kernl"}});
     EXPECT_TRUE(r.is_error);
-    EXPECT_EQ(r.content, "Path not found: /work/proj/src/kernl. Did you mean one of these? src/kernel");
+    EXPECT_EQ(r.content,
+              "Path not found: /work/proj/src/kernl. Did you mean one of these? src/kernel");
 }
 
 TEST_F(GrepToolTest, SpillFilesCanBeSearched) {
     h.ws.put("bash-call0.txt", "error: boom\n", 0, workspace::Root::kSpill);
     const ToolResult r = grep({{"pattern", "boom"}, {"path", "/state/tool-output/s1"}});
-    EXPECT_EQ(r.content, "1 match in 1 file for \"boom\":\n\n/state/tool-output/s1/bash-call0.txt\n  1: error: boom");
+    EXPECT_EQ(r.content,
+              "1 match in 1 file for \"boom\":\n\n/state/tool-output/s1/bash-call0.txt\n  1: "
+              "error: boom");
 }
 
 }  // namespace

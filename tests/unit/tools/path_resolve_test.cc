@@ -61,7 +61,8 @@ TEST(ResolvePathTest, DotDotCannotClimbOutOfTheWorkspace) {
     ASSERT_THAT(r, HasErrc(Errc::kPermissionDenied));
     EXPECT_EQ(r.error().message,
               "/etc/passwd is outside the workspace (/work/proj). Use a path inside it.");
-    EXPECT_THAT(resolve_path("/work/proj/../proj2/x", kWs, kSpill), HasErrc(Errc::kPermissionDenied));
+    EXPECT_THAT(resolve_path("/work/proj/../proj2/x", kWs, kSpill),
+                HasErrc(Errc::kPermissionDenied));
 }
 
 TEST(ResolvePathTest, APrefixOfTheRootNameIsNotInside) {
@@ -77,7 +78,8 @@ TEST(ResolvePathTest, TrailingSlashesOnTheRootsDoNotMatter) {
 }
 
 TEST(ResolvePathTest, NulBytesAreRejected) {
-    EXPECT_THAT(resolve_path(std::string_view("a\0b", 3), kWs, kSpill), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(resolve_path(std::string_view("a\0b", 3), kWs, kSpill),
+                HasErrc(Errc::kInvalidArgument));
 }
 
 TEST(ResolvePathTest, TheMoreSpecificRootWinsWhenOneIsInsideTheOther) {

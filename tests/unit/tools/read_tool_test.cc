@@ -74,7 +74,9 @@ TEST_F(ReadToolTest, LastPageHasNoContinuationHint) {
 TEST_F(ReadToolTest, DefaultPageIs2000Lines) {
     h.ws.put("big.txt", numbered(2500));
     const ToolResult r = h.call("read", {{"file_path", "big.txt"}});
-    EXPECT_TRUE(r.content.ends_with("  2000\u2192line 2000\n(Showing lines 1\u20132000 of 2500. Use offset=2001 to continue.)"));
+    EXPECT_TRUE(
+        r.content.ends_with("  2000\u2192line 2000\n(Showing lines 1\u20132000 of 2500. Use "
+                            "offset=2001 to continue.)"));
     EXPECT_EQ(r.metadata["title"], "Read big.txt \u00b7 lines 1\u20132000 of 2500");
 }
 
@@ -90,7 +92,8 @@ TEST_F(ReadToolTest, PageStopsAt50KB) {
 TEST_F(ReadToolTest, LongLinesAreCutAt2000Characters) {
     h.ws.put("min.js", std::string(2500, 'x') + "\nshort\n");
     const ToolResult r = h.call("read", {{"file_path", "min.js"}});
-    EXPECT_NE(r.content.find("     1\u2192" + std::string(2000, 'x') + "\u2026 [line truncated]\n     2\u2192short"),
+    EXPECT_NE(r.content.find("     1\u2192" + std::string(2000, 'x') +
+                             "\u2026 [line truncated]\n     2\u2192short"),
               std::string::npos);
 }
 
@@ -140,7 +143,8 @@ TEST_F(ReadToolTest, DirectoryIsListedTwoLevelsDeepWithHiddenCounts) {
 
 TEST_F(ReadToolTest, EmptyDirectory) {
     h.ws.mkdir("void");
-    EXPECT_EQ(h.call("read", {{"file_path", "void"}}).content, "Directory /work/proj/void is empty.");
+    EXPECT_EQ(h.call("read", {{"file_path", "void"}}).content,
+              "Directory /work/proj/void is empty.");
 }
 
 TEST_F(ReadToolTest, BinaryFileIsDescribedNotDumped) {
@@ -163,7 +167,8 @@ TEST_F(ReadToolTest, TooLargeFileCanBePagedWithinItsFirst10MB) {
     std::string text = numbered(100);
     text += std::string((11 << 20) - text.size(), 'z');
     h.ws.put("huge.txt", text);
-    const ToolResult page = h.call("read", {{"file_path", "huge.txt"}, {"offset", 99}, {"limit", 2}});
+    const ToolResult page =
+        h.call("read", {{"file_path", "huge.txt"}, {"offset", 99}, {"limit", 2}});
     EXPECT_FALSE(page.is_error) << page.content;
     EXPECT_NE(page.content.find("    99\u2192line 99\n   100\u2192line 100"), std::string::npos);
     EXPECT_FALSE(h.stamps.get("/work/proj/huge.txt").has_value());  // not seen whole
@@ -181,7 +186,9 @@ TEST_F(ReadToolTest, EmptyFile) {
 }
 
 TEST_F(ReadToolTest, CrlfAndBomAreNotShown) {
-    h.ws.put("win.txt", "\xEF\xBB\xBF" "one\r\ntwo\r\n");
+    h.ws.put("win.txt",
+             "\xEF\xBB\xBF"
+             "one\r\ntwo\r\n");
     const ToolResult r = h.call("read", {{"file_path", "win.txt"}});
     EXPECT_EQ(r.content, "/work/proj/win.txt\n     1\u2192one\n     2\u2192two");
 }

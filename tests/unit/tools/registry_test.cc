@@ -41,7 +41,8 @@ TEST(RegistryTest, SchemasAreClosedObjectsWithAtMostFiveSnakeCaseParameters) {
         EXPECT_EQ(s["additionalProperties"], false) << t->name();
         EXPECT_LE(s["properties"].size(), 5U) << t->name();
         for (const auto& [name, prop] : s["properties"].items()) {
-            EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"), std::string::npos) << name;
+            EXPECT_EQ(name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_"), std::string::npos)
+                << name;
             EXPECT_TRUE(prop.contains("description")) << name;
         }
         for (const auto& r : s["required"]) {
@@ -75,7 +76,11 @@ TEST_F(ValidateTest, RepairProseGolden) {
     all += prose(h.tool("read"), {{"path", "a.txt"}}) + "\n";
     all += prose(h.tool("read"), {{"file_path", "a.txt"}, {"offset", "10"}}) + "\n";
     all += prose(h.tool("read"), {{"file_path", "a.txt"}, {"ofset", 10}}) + "\n";
-    all += prose(h.tool("edit"), {{"file_path", "a"}, {"old_string", "x"}, {"new_string", "y"}, {"replace_all", "yes"}}) + "\n";
+    all += prose(h.tool("edit"), {{"file_path", "a"},
+                                  {"old_string", "x"},
+                                  {"new_string", "y"},
+                                  {"replace_all", "yes"}}) +
+           "\n";
     all += prose(h.tool("grep"), nlohmann::json::array({"x"})) + "\n";
     all += prose(h.tool("write"), {{"file_path", 7}, {"content", "x"}});
     expect_golden("validate_repair_prose.txt", all);
@@ -84,8 +89,10 @@ TEST_F(ValidateTest, RepairProseGolden) {
 TEST_F(ValidateTest, ValidInputsPass) {
     EXPECT_THAT(validate_arguments(h.tool("read"), {{"file_path", "a"}}), IsOk());
     EXPECT_THAT(validate_arguments(h.tool("read"), {{"file_path", "a"}, {"offset", 3.0}}), IsOk());
-    EXPECT_THAT(validate_arguments(h.tool("read"), {{"file_path", "a"}, {"limit", nullptr}}), IsOk());
-    EXPECT_THAT(validate_arguments(h.tool("grep"), {{"pattern", "x"}, {"include", "*.ts"}}), IsOk());
+    EXPECT_THAT(validate_arguments(h.tool("read"), {{"file_path", "a"}, {"limit", nullptr}}),
+                IsOk());
+    EXPECT_THAT(validate_arguments(h.tool("grep"), {{"pattern", "x"}, {"include", "*.ts"}}),
+                IsOk());
 }
 
 TEST_F(ValidateTest, NonIntegralNumberIsNotAnInteger) {
@@ -112,9 +119,10 @@ TEST(BackstopTest, ContentAbove64KBIsCutMiddleOutAndSpilled) {
     EXPECT_LE(r.content.size(), kBackstopBytes);
     EXPECT_TRUE(r.content.starts_with("output line 0\n"));
     EXPECT_TRUE(r.content.ends_with("output line 19999\n"));
-    EXPECT_NE(r.content.find("Full output: /state/tool-output/s1/bash-result-call1.txt \u2014 read or "
-                             "grep that file for the rest.]"),
-              std::string::npos);
+    EXPECT_NE(
+        r.content.find("Full output: /state/tool-output/s1/bash-result-call1.txt \u2014 read or "
+                       "grep that file for the rest.]"),
+        std::string::npos);
     EXPECT_EQ(h.ws.get("bash-result-call1.txt", workspace::Root::kSpill), full);
     const nlohmann::json& t = r.metadata["truncation"];
     EXPECT_EQ(t["original_bytes"], full.size());

@@ -28,7 +28,8 @@ TEST(SimilarTest, SuggestsTheSeedExample) {
 
 TEST(SimilarTest, SuggestsTheSameNameInAnotherDirectory) {
     const std::vector<std::string> files = {"src/kernel/agent.ts", "docs/guide.md"};
-    EXPECT_EQ(suggest_paths("src/agent.ts", files), (std::vector<std::string>{"src/kernel/agent.ts"}));
+    EXPECT_EQ(suggest_paths("src/agent.ts", files),
+              (std::vector<std::string>{"src/kernel/agent.ts"}));
 }
 
 TEST(SimilarTest, NothingCloseMeansNoSuggestion) {

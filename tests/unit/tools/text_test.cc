@@ -43,7 +43,9 @@ TEST(TextTest, SplitLinesTreatsAFinalNewlineAsAnEnd) {
 }
 
 TEST(TextTest, ShapeDetectionAndRoundTrip) {
-    const std::string crlf = "\xEF\xBB\xBF" "a\r\nb\r\n";
+    const std::string crlf =
+        "\xEF\xBB\xBF"
+        "a\r\nb\r\n";
     const TextShape shape = detect_shape(crlf);
     EXPECT_TRUE(shape.bom);
     EXPECT_TRUE(shape.crlf);
@@ -90,9 +92,10 @@ TEST(TextTest, QuoteEscapesLikeACLiteral) {
 }
 
 TEST(TextTest, OmissionMarkerMatchesTheSeed) {
-    EXPECT_EQ(omission_marker(1842, 58 * 1024, "/s/bash-toolu_9.txt"),
-              "[... 1,842 lines omitted (58 KB). Full output: /s/bash-toolu_9.txt \u2014 read or grep "
-              "that file for the rest.]");
+    EXPECT_EQ(
+        omission_marker(1842, 58 * 1024, "/s/bash-toolu_9.txt"),
+        "[... 1,842 lines omitted (58 KB). Full output: /s/bash-toolu_9.txt \u2014 read or grep "
+        "that file for the rest.]");
     EXPECT_EQ(omission_marker(1, 10, ""), "[... 1 line omitted (10 bytes).]");
 }
 
@@ -106,7 +109,8 @@ std::string numbered(int n) {
 
 TEST(TextTest, MiddleOutKeepsExactHeadAndTailLines) {
     const std::string text = numbered(1000);
-    const TruncateLimits limits{.max_lines = 400, .max_bytes = 30 * 1024, .head_lines = 250, .tail_lines = 150};
+    const TruncateLimits limits{
+        .max_lines = 400, .max_bytes = 30 * 1024, .head_lines = 250, .tail_lines = 150};
     ASSERT_TRUE(exceeds(text, limits));
     const Truncated t = truncate_middle_out(text, limits, "/spill/x.txt");
     EXPECT_EQ(t.info.original_lines, 1000U);
@@ -118,7 +122,8 @@ TEST(TextTest, MiddleOutKeepsExactHeadAndTailLines) {
     ASSERT_EQ(lines.size(), 401U);
     EXPECT_EQ(lines[249], "line 250");
     EXPECT_TRUE(lines[250].starts_with("[... 600 lines omitted ("));
-    EXPECT_TRUE(lines[250].ends_with("Full output: /spill/x.txt \u2014 read or grep that file for the rest.]"));
+    EXPECT_TRUE(lines[250].ends_with(
+        "Full output: /spill/x.txt \u2014 read or grep that file for the rest.]"));
     EXPECT_EQ(lines[251], "line 851");
     EXPECT_EQ(lines[400], "line 1000");
     EXPECT_EQ(t.info.to_json()["spill_path"], "/spill/x.txt");
@@ -126,7 +131,8 @@ TEST(TextTest, MiddleOutKeepsExactHeadAndTailLines) {
 
 TEST(TextTest, MiddleOutHonoursTheByteLimit) {
     const std::string text = numbered(300);  // fewer lines than the limit, too many bytes
-    const TruncateLimits limits{.max_lines = 400, .max_bytes = 1024, .head_lines = 250, .tail_lines = 150};
+    const TruncateLimits limits{
+        .max_lines = 400, .max_bytes = 1024, .head_lines = 250, .tail_lines = 150};
     const Truncated t = truncate_middle_out(text, limits, "");
     EXPECT_LE(t.text.size(), 1024U);
     EXPECT_TRUE(t.text.starts_with("line 1\n"));
@@ -139,7 +145,8 @@ TEST(TextTest, MiddleOutCutsASingleHugeLineAtACodePoint) {
     for (int i = 0; i < 50000; ++i) {
         text += "\u00e9";
     }
-    const TruncateLimits limits{.max_lines = 10, .max_bytes = 1000, .head_lines = 6, .tail_lines = 4};
+    const TruncateLimits limits{
+        .max_lines = 10, .max_bytes = 1000, .head_lines = 6, .tail_lines = 4};
     const Truncated t = truncate_middle_out(text, limits, "");
     EXPECT_LE(t.text.size(), 1000U);
     EXPECT_TRUE(is_valid_utf8(t.text));
@@ -147,7 +154,8 @@ TEST(TextTest, MiddleOutCutsASingleHugeLineAtACodePoint) {
 }
 
 TEST(TextTest, MiddleOutLeavesShortTextAlone) {
-    const TruncateLimits limits{.max_lines = 10, .max_bytes = 1000, .head_lines = 6, .tail_lines = 4};
+    const TruncateLimits limits{
+        .max_lines = 10, .max_bytes = 1000, .head_lines = 6, .tail_lines = 4};
     EXPECT_EQ(truncate_middle_out("a\nb\n", limits, "").text, "a\nb\n");
 }
 

@@ -41,7 +41,8 @@ inline constexpr const char* kWorkspaceDisplay = "/work/proj";
 inline constexpr const char* kSpillDisplay = "/state/tool-output/s1";
 
 inline std::string make_temp_dir(const char* tag) {
-    std::string tmpl = std::filesystem::temp_directory_path().string() + "/stockade-" + tag + "-XXXXXX";
+    std::string tmpl =
+        std::filesystem::temp_directory_path().string() + "/stockade-" + tag + "-XXXXXX";
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     if (::mkdtemp(buf.data()) == nullptr) {
@@ -319,8 +320,8 @@ public:
     void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
                        int64_t mtime_ns, int additions, int deletions, bool created) override {
         log.push_back("modified " + path);
-        last = {{"path", path},           {"sha256", sha256},       {"size", size},
-                {"mtime_ns", mtime_ns},   {"additions", additions}, {"deletions", deletions},
+        last = {{"path", path},         {"sha256", sha256},       {"size", size},
+                {"mtime_ns", mtime_ns}, {"additions", additions}, {"deletions", deletions},
                 {"created", created}};
     }
     std::vector<std::string> log;
@@ -390,13 +391,14 @@ inline std::string read_text(const std::filesystem::path& p) {
 inline void expect_golden(const std::string& name, const std::string& actual) {
     const std::filesystem::path p = golden_dir() / name;
     const std::string want = actual + "\n";
-    if (const char* update = std::getenv("STOCKADE_UPDATE_GOLDEN"); update != nullptr && *update == '1') {
+    if (const char* update = std::getenv("STOCKADE_UPDATE_GOLDEN");
+        update != nullptr && *update == '1') {
         std::filesystem::create_directories(p.parent_path());
         std::ofstream(p, std::ios::binary | std::ios::trunc) << want;
         return;
     }
-    ASSERT_TRUE(std::filesystem::exists(p)) << "missing golden file " << p
-                                            << " (run with STOCKADE_UPDATE_GOLDEN=1)";
+    ASSERT_TRUE(std::filesystem::exists(p))
+        << "missing golden file " << p << " (run with STOCKADE_UPDATE_GOLDEN=1)";
     EXPECT_EQ(read_text(p), want) << "golden file " << p;
 }
 

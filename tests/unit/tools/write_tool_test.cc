@@ -29,7 +29,8 @@ TEST_F(WriteToolTest, NewFileIsCreatedWithItsParents) {
     EXPECT_EQ(r.metadata["created"], true);
     EXPECT_EQ(r.metadata["additions"], 3);
     EXPECT_EQ(r.metadata["deletions"], 0);
-    EXPECT_EQ(r.metadata["diff"], "--- /dev/null\n+++ b/src/context/budget.ts\n@@ -0,0 +1,3 @@\n+a\n+b\n+c\n");
+    EXPECT_EQ(r.metadata["diff"],
+              "--- /dev/null\n+++ b/src/context/budget.ts\n@@ -0,0 +1,3 @@\n+a\n+b\n+c\n");
     EXPECT_EQ(h.events.last["created"], true);
     EXPECT_EQ(h.events.last["sha256"], sha256_hex("a\nb\nc\n"));
 }
@@ -50,7 +51,8 @@ TEST_F(WriteToolTest, OverwriteAfterReadReportsLineCountsAndDiff) {
     EXPECT_EQ(r.metadata["title"], "Write src/context/budget.ts \u00b7 +2 \u22121");
     EXPECT_EQ(r.metadata["created"], false);
     EXPECT_EQ(r.metadata["diff"],
-              "--- a/src/context/budget.ts\n+++ b/src/context/budget.ts\n@@ -1,3 +1,4 @@\n x\n-y\n+Y\n z\n+w\n");
+              "--- a/src/context/budget.ts\n+++ b/src/context/budget.ts\n@@ -1,3 +1,4 @@\n "
+              "x\n-y\n+Y\n z\n+w\n");
 }
 
 TEST_F(WriteToolTest, OverwriteWithoutReadIsRefused) {
@@ -95,13 +97,22 @@ TEST_F(WriteToolTest, SpillDirectoryIsReadOnly) {
 }
 
 TEST_F(WriteToolTest, CrlfAndBomArePreserved) {
-    h.ws.put("win.txt", "\xEF\xBB\xBF" "a\r\nb\r\n");
+    h.ws.put("win.txt",
+             "\xEF\xBB\xBF"
+             "a\r\nb\r\n");
     ASSERT_FALSE(read("win.txt").is_error);
     ASSERT_FALSE(write("win.txt", "a\nB\nc\n").is_error);
-    EXPECT_EQ(h.ws.get("win.txt"), "\xEF\xBB\xBF" "a\r\nB\r\nc\r\n");
+    EXPECT_EQ(h.ws.get("win.txt"),
+              "\xEF\xBB\xBF"
+              "a\r\nB\r\nc\r\n");
     // Already CRLF content is not doubled; a BOM given by the model is not repeated.
-    ASSERT_FALSE(write("win.txt", "\xEF\xBB\xBF" "x\r\ny\n").is_error);
-    EXPECT_EQ(h.ws.get("win.txt"), "\xEF\xBB\xBF" "x\r\ny\r\n");
+    ASSERT_FALSE(write("win.txt",
+                       "\xEF\xBB\xBF"
+                       "x\r\ny\n")
+                     .is_error);
+    EXPECT_EQ(h.ws.get("win.txt"),
+              "\xEF\xBB\xBF"
+              "x\r\ny\r\n");
 }
 
 TEST_F(WriteToolTest, ModeIsPreserved) {
