@@ -1,6 +1,7 @@
 #include "runner/serve_command.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -38,8 +39,16 @@ Result<std::unique_ptr<Session>> open_session(const std::string& workspace,
 
 }  // namespace
 
+// Buffers of a megabyte or more (file contents, diffs) come straight from mmap and go back to
+// the kernel when freed: a session idles most of the time, and glibc would otherwise keep the
+// high-water mark of the largest file it ever edited.
+void release_large_buffers_on_free() {
+    (void)::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+}
+
 int serve_command(const ServeOptions& options) {
     (void)::signal(SIGPIPE, SIG_IGN);
+    release_large_buffers_on_free();
     // The protocol gets private copies of stdin and stdout; fds 0 and 1 become /dev/null and
     // stderr, so that nothing else — a library's stray print, a child — can read the protocol
     // or write into it.

@@ -16,6 +16,9 @@ struct ServeOptions {
 
 int serve_command(const ServeOptions& options);
 
+// mallopt: large buffers are mmap'd, so they return to the kernel when freed (serve, worker).
+void release_large_buffers_on_free();
+
 struct CallOptions {
     std::string workspace{};
     std::string state_dir{};

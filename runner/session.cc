@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -64,9 +65,10 @@ public:
     explicit Events(EventLog& log) : log_(log) {}
     void file_read(const std::string& path, const std::string& sha256, uint64_t size,
                    int64_t mtime_ns) override {
+        // Not fsync'd on its own: a read lost in a crash only means the agent reads again.
         log_.append("FileRead",
                     {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}},
-                    true);
+                    false);
     }
     void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
                        int64_t mtime_ns, int additions, int deletions, bool created) override {
@@ -197,8 +199,12 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     auto log = log::get("exec");
     std::string call_id = fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
     auto started = std::chrono::steady_clock::now();
+    // Durable (fsync'd) events are those that record a change: FileModified inside write and
+    // edit, and the completion of a tool that may change files. A read-only call's events reach
+    // the disk with the next fsync, which keeps an fsync off the path of every read.
+    const bool changes_files = !tool->annotations().read_only;
     log_->append("ToolRequested", {{"call", call_id}, {"tool", name}, {"arguments", arguments}},
-                 true);
+                 false);
 
     tools::ToolResult result;
     if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
@@ -240,7 +246,11 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                   {"is_error", result.is_error},
                   {"content_bytes", result.content.size()},
                   {"metadata", result.metadata}},
-                 true);
+                 changes_files);
+    // After a large file went through, hand the memory back: sessions idle most of the time.
+    if (result.content.size() > (size_t{1} << 20) || ms > 50) {
+        (void)::malloc_trim(0);
+    }
     SPDLOG_LOGGER_INFO(log, "call done session={} call={} tool={} error={} dur_ms={}", paths_.id,
                        call_id, name, result.is_error, ms);
     return mcp::ToolCallResult{.text = std::move(result.content),

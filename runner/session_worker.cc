@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/syscall.h"
 #include "images/image.h"
+#include "runner/serve_command.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/features.h"
 #include "workspace/local_workspace.h"
@@ -197,6 +198,7 @@ Result<workspace::RgOutcome> SessionWorker::run_rg(const workspace::RgRequest& r
 int worker_main(const std::string& workspace_root, const std::string& spill_root) {
     // Nothing else in the sandbox may ptrace the worker, read its memory or take its fds.
     (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    release_large_buffers_on_free();
     workspace::LocalWorkspace::Options options;
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
     if (path != nullptr) {

@@ -1,5 +1,7 @@
 #include "workspace/service.h"
 
+#include <malloc.h>
+
 #include <fmt/format.h>
 
 #include "common/log.h"
@@ -59,6 +61,8 @@ Result<std::string> encode_or_fail(const channel::Reply& reply) {
 
 }  // namespace
 
+constexpr size_t kTrimAfterBytes = size_t{1} << 20;
+
 int serve_channel(int fd, Workspace& ws) {
     auto log = log::get("workspace");
     bool greeted = false;
@@ -110,6 +114,11 @@ int serve_channel(int fd, Workspace& ws) {
         if (auto sent = channel::send_frame(fd, *encoded); !sent) {
             SPDLOG_LOGGER_ERROR(log, "worker channel: {}", sent.error().message);
             return 1;
+        }
+        // The worker idles for most of a session: after a large file went through, give the
+        // memory back instead of keeping glibc's high-water mark.
+        if (frame.payload.size() + encoded->size() > kTrimAfterBytes) {
+            (void)::malloc_trim(0);
         }
     }
 }

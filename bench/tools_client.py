@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""MCP round-trip timings of stockade's file tools (driven by bench/tools.sh).
+
+One persistent `stockade serve` process; every request/response round trip is timed with
+time.perf_counter_ns from just before the request line is written to just after the response
+line is read. Baselines (plain rg outside the sandbox) run with the same arguments the tools
+give rg, in the same directory, with their whole output read, alternating with the MCP calls.
+
+    tools_client.py STOCKADE WORKSPACE STATE_DIR TREE_LABEL
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+STOCKADE, WS, STATE, TREE_LABEL = sys.argv[1:5]
+READ_WARMUP, READ_CALLS = 30, 300
+PAIRS, PAIR_WARMUP = 21, 3
+EDIT_WARMUP, EDIT_CALLS = 3, 15
+FUZZY_WARMUP, FUZZY_CALLS = 2, 11
+GREP_PATTERN = "struct stat"
+GLOB_PATTERN = "**/*.h"
+RG = "rg"
+
+# The arguments grep_tool.cc / glob_tool.cc / tool_support.cc give rg for these calls (no
+# .stockadeignore in the workspace, no path argument, so the search path is ".").
+RG_GREP = [RG, "--json", "--smart-case", "--no-require-git", "--no-config",
+           "-e", GREP_PATTERN, "--", "."]
+RG_GLOB = [RG, "--files", "--no-require-git", "--no-config", "--glob=" + GLOB_PATTERN,
+           "--glob=!node_modules/", "--glob=!.git/", "--glob=!dist/", "--", "."]
+
+
+def ms(ns):
+    return ns / 1e6
+
+
+def pct(values, p):
+    s = sorted(values)
+    k = (len(s) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+class Server:
+    def __init__(self):
+        env = dict(os.environ, STOCKADE_STATE_DIR=STATE)
+        self.err = open(os.path.join(STATE, "serve.stderr"), "wb")
+        self.proc = subprocess.Popen([STOCKADE, "serve", "--workspace", WS], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.err, env=env)
+        self.next_id = 1
+        self.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                "clientInfo": {"name": "bench", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, msg):
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def rpc(self, method, params):
+        """Returns (round-trip ns, response)."""
+        rid = self.next_id
+        self.next_id += 1
+        line = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode()
+        t0 = time.perf_counter_ns()
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+        while True:
+            raw = self.proc.stdout.readline()
+            if not raw:
+                raise SystemExit(f"stockade serve closed stdout (see {self.err.name})")
+            msg = json.loads(raw)
+            if msg.get("id") == rid and "method" not in msg:
+                return time.perf_counter_ns() - t0, msg
+
+    def call(self, tool, args, want_ok=True):
+        ns, msg = self.rpc("tools/call", {"name": tool, "arguments": args})
+        if "error" in msg:
+            raise SystemExit(f"{tool}: JSON-RPC error {msg['error']}")
+        res = msg["result"]
+        if want_ok and res.get("isError"):
+            raise SystemExit(f"{tool} {json.dumps(args)[:200]}: isError: {res['content'][0]['text'][:600]}")
+        return ns, res
+
+    def close(self):
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def run_rg(argv):
+    t0 = time.perf_counter_ns()
+    p = subprocess.run(argv, cwd=WS, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    ns = time.perf_counter_ns() - t0
+    return ns, p.stdout
+
+
+def tool_ms(res):
+    return float(res.get("structuredContent", {}).get("duration_ms", float("nan")))
+
+
+def descendants(root):
+    kids = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        ppid = int(st[st.rindex(")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        for c in kids.get(p, []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def status(pid):
+    name, rss = "?", 0
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Name:"):
+                name = line.split()[1]
+            elif line.startswith("VmRSS:"):
+                rss = int(line.split()[1])
+    return name, rss
+
+
+def rss_tree(root):
+    total, parts = 0, []
+    for pid in [root] + descendants(root):
+        try:
+            name, rss = status(pid)
+        except OSError:
+            continue
+        total += rss
+        parts.append(f"{name}[{pid}] {rss / 1024:.1f} MiB")
+    return total, parts
+
+
+def main():
+    results = []  # (label, ok)
+    srv = Server()
+    time.sleep(0.5)
+    rss_start = rss_tree(srv.proc.pid)
+    print(f"stockade: {STOCKADE}   workspace: {WS}   grep/glob tree: {TREE_LABEL}")
+    print()
+
+    # 1. read of a 2,000-line file --------------------------------------------------------
+    for _ in range(READ_WARMUP):
+        srv.call("read", {"file_path": "big.txt"})
+    rt, tm = [], []
+    for _ in range(READ_CALLS):
+        ns, res = srv.call("read", {"file_path": "big.txt"})
+        rt.append(ns)
+        tm.append(tool_ms(res))
+    p50, p95 = ms(pct(rt, 50)), ms(pct(rt, 95))
+    print(f"1 read big.txt (2,000 lines, {os.path.getsize(os.path.join(WS, 'big.txt')):,} B), "
+          f"{READ_CALLS} calls after {READ_WARMUP} warm-up")
+    print(f"    round trip   p50 {p50:8.3f} ms   p95 {p95:8.3f} ms   min {ms(min(rt)):8.3f} ms")
+    print(f"    tool (duration_ms, 1 ms resolution)   median {statistics.median(tm):.0f} ms")
+    results.append((f"read p50 {p50:.3f} ms <= 1 ms", p50 <= 1.0))
+
+    # 2. grep vs rg ---------------------------------------------------------------------------
+    def pairs(label, mcp_args, tool, rg_argv, target):
+        for _ in range(PAIR_WARMUP):
+            srv.call(tool, mcp_args)
+            run_rg(rg_argv)
+        a, b, tm = [], [], []
+        last_res, last_out = None, b""
+        for _ in range(PAIRS):
+            ns, last_res = srv.call(tool, mcp_args)
+            a.append(ns)
+            tm.append(tool_ms(last_res))
+            ns, last_out = run_rg(rg_argv)
+            b.append(ns)
+        ma, mb = statistics.median(a), statistics.median(b)
+        ratio = ma / mb
+        nlines = last_out.count(b"\n")
+        sc = last_res.get("structuredContent", {})
+        meta = {k: v for k, v in sc.items() if not isinstance(v, (list, dict)) and k != "title"}
+        print(f"{label}  ({PAIRS} alternating pairs after {PAIR_WARMUP} warm-up)")
+        print(f"    stockade MCP {tool:<5} median {ms(ma):8.1f} ms   p95 {ms(pct(a, 95)):8.1f} ms"
+              f"   tool duration_ms median {statistics.median(tm):.0f} ms")
+        print(f"    rg direct        median {ms(mb):8.1f} ms   p95 {ms(pct(b, 95)):8.1f} ms"
+              f"   ({len(last_out):,} B of output, {nlines:,} lines)")
+        print(f"    ratio {ratio:.3f}   rg: {' '.join(rg_argv[1:])}")
+        print(f"    metadata: {json.dumps(meta)[:300]}")
+        results.append((f"{tool} ratio {ratio:.3f} <= {target}", ratio <= target))
+
+    print()
+    pairs(f'2 grep "{GREP_PATTERN}" over the workspace', {"pattern": GREP_PATTERN}, "grep", RG_GREP, 1.15)
+    print()
+    pairs(f'3 glob "{GLOB_PATTERN}" over the workspace', {"pattern": GLOB_PATTERN}, "glob", RG_GLOB, 1.2)
+
+    # 4. exact edit in a ~9.9 MB file --------------------------------------------------------
+    print()
+    huge = "huge.txt"
+    srv.call("read", {"file_path": huge, "limit": 1})
+    marks = ["MARKER_ALPHA_0001", "MARKER_BRAVO_0002"]
+    rt, tm = [], []
+    for i in range(EDIT_WARMUP + EDIT_CALLS):
+        ns, res = srv.call("edit", {"file_path": huge, "old_string": marks[i % 2],
+                                    "new_string": marks[(i + 1) % 2]})
+        strategy = res.get("structuredContent", {}).get("strategy")
+        if i >= EDIT_WARMUP:
+            rt.append(ns)
+            tm.append(tool_ms(res))
+    with open(os.path.join(WS, huge), "rb") as f:
+        data = f.read()
+    assert data.count(marks[(EDIT_WARMUP + EDIT_CALLS) % 2].encode()) == 1, "edit did not land"
+    med = ms(statistics.median(rt))
+    print(f"4 exact edit in {huge} ({len(data):,} B — just under read's 10 MiB limit), "
+          f"{EDIT_CALLS} edits after {EDIT_WARMUP} warm-up, strategy={strategy}")
+    print(f"    round trip   median {med:8.1f} ms   p95 {ms(pct(rt, 95)):8.1f} ms   min {ms(min(rt)):8.1f} ms"
+          f"   tool duration_ms median {statistics.median(tm):.0f} ms")
+    results.append((f"exact edit 9.9 MB median {med:.1f} ms <= 50 ms", med <= 50.0))
+
+    # 5. block-anchor edit in a 10,000-line file -----------------------------------------------
+    print()
+    fz = "fuzzy.txt"
+    with open(os.path.join(WS, fz)) as f:
+        lines = f.read().split("\n")
+    first = 4000
+    block = lines[first:first + 200]
+    srv.call("read", {"file_path": fz, "limit": 1})
+
+    def perturb(blk):
+        out = list(blk)
+        for j in range(10, 190, 10):  # 18 middle lines, ~10% of the block: a few characters each
+            s = out[j]
+            out[j] = s[:4] + s[4:8].swapcase().replace("a", "@").replace("e", "3") + s[8:] + "x"
+        return out
+
+    rt, tm, strategies = [], [], set()
+    for i in range(FUZZY_WARMUP + FUZZY_CALLS):
+        new = list(block)
+        new[100] = block[100].split(" //")[0] + f" // v{i}"
+        ns, res = srv.call("edit", {"file_path": fz, "old_string": "\n".join(perturb(block)),
+                                    "new_string": "\n".join(new)})
+        strategies.add(res.get("structuredContent", {}).get("strategy"))
+        block = new
+        if i >= FUZZY_WARMUP:
+            rt.append(ns)
+            tm.append(tool_ms(res))
+    with open(os.path.join(WS, fz)) as f:
+        assert f.read().split("\n")[first + 100] == block[100], "fuzzy edit did not land"
+    med = ms(statistics.median(rt))
+    ok_strategy = strategies == {"block-anchor"}
+    print(f"5 block-anchor edit in {fz} (10,000 lines), 200-line old_string with 18 middle lines "
+          f"perturbed, {FUZZY_CALLS} edits after {FUZZY_WARMUP} warm-up")
+    print(f"    round trip   median {med:8.1f} ms   p95 {ms(pct(rt, 95)):8.1f} ms   min {ms(min(rt)):8.1f} ms"
+          f"   tool duration_ms median {statistics.median(tm):.0f} ms   strategy={sorted(map(str, strategies))}")
+    results.append((f"block-anchor edit median {med:.1f} ms <= 200 ms (strategy block-anchor: {ok_strategy})",
+                    med <= 200.0 and ok_strategy))
+
+    # 6. idle RSS ------------------------------------------------------------------------------
+    print()
+    time.sleep(1.0)
+    total, parts = rss_tree(srv.proc.pid)
+    print(f"6 idle RSS after the calls (VmRSS, serve + its descendants): {total / 1024:.1f} MiB")
+    print("    " + ", ".join(parts))
+    print(f"    (right after the handshake, before any call: {rss_start[0] / 1024:.1f} MiB — "
+          + ", ".join(rss_start[1]) + ")")
+    results.append((f"idle RSS {total / 1024:.1f} MiB <= 24 MiB", total / 1024 <= 24.0))
+
+    srv.close()
+    print()
+    for label, ok in results:
+        print(f"{'PASS' if ok else 'MISS'}  {label}")
+
+
+if __name__ == "__main__":
+    main()
