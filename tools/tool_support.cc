@@ -222,6 +222,19 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
         verb, display, detail);
 }
 
+Result<workspace::ResolvedPath> resolve_writable_path(ToolContext& ctx, std::string_view input,
+                                                      std::string_view tool) {
+    ASSIGN_OR_RETURN(workspace::ResolvedPath path, resolve_tool_path(ctx, input));
+    if (path.root == workspace::Root::kSpill) {
+        return Error{Errc::kPermissionDenied, read_only_spill_message(ctx, path)};
+    }
+    if (ctx.stamps == nullptr || ctx.locks == nullptr) {
+        return Error{Errc::kUnavailable,
+                     fmt::format("{} is not available in this session (no file registry).", tool)};
+    }
+    return path;
+}
+
 std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedPath& path) {
     return fmt::format(
         "{} is in the read-only directory of saved tool outputs ({}); it cannot be changed. "

@@ -63,6 +63,11 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
 // The spill directory cannot be changed.
 std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedPath& path);
 
+// The path a write or edit may change: resolved, not in the read-only spill directory, in a
+// session with a file registry. The error's message is the model-facing text.
+Result<workspace::ResolvedPath> resolve_writable_path(ToolContext& ctx, std::string_view input,
+                                                      std::string_view tool);
+
 // ---- ripgrep -----------------------------------------------------------------------------
 
 inline constexpr std::string_view kIgnoreFile = ".stockadeignore";

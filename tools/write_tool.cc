@@ -56,17 +56,11 @@ public:
 private:
     ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
         Result<workspace::ResolvedPath> resolved =
-            resolve_tool_path(ctx, arg_string(args, "file_path"));
+            resolve_writable_path(ctx, arg_string(args, "file_path"), "write");
         if (!resolved) {
             return error_result(resolved.error().message);
         }
         const workspace::ResolvedPath& path = *resolved;
-        if (path.root == workspace::Root::kSpill) {
-            return error_result(read_only_spill_message(ctx, path));
-        }
-        if (ctx.stamps == nullptr || ctx.locks == nullptr) {
-            return error_result("write is not available in this session (no file registry).");
-        }
         const std::string content = arg_string(args, "content");
 
         const FileLocks::Guard guard = ctx.locks->lock(path.display);
