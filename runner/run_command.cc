@@ -110,26 +110,6 @@ bool is_within(const std::string& path, const std::string& dir) {
                            (dir == "/" || path[dir.size()] == '/'));
 }
 
-// Resolves `auto` and checks that an explicit level can be given (exit 77 material). Only the
-// cheap probes: namespaces are assumed, and clone reports if they are missing. The cgroup
-// probe's result is kept for the launch.
-struct Resolved {
-    Isolation level = Isolation::kNone;
-    sandbox::CgroupSupport cgroups{};
-};
-
-Result<Resolved> resolve_isolation(Isolation requested) {
-    sandbox::HostFeatures features;
-    features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
-    features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
-    features.landlock = sandbox::probe_landlock();
-    if (requested == Isolation::kAuto || requested == Isolation::kFull) {
-        features.cgroups = sandbox::probe_cgroups();
-    }
-    ASSIGN_OR_RETURN(Isolation level, sandbox::choose_isolation(requested, features));
-    return Resolved{.level = level, .cgroups = std::move(features.cgroups)};
-}
-
 // At level landlock the command shares the host's /tmp and /dev/shm, where other users' and
 // other jobs' files live. Give it a private temporary directory instead (TMPDIR), removed at
 // the end, and no write access to either shared directory.
@@ -300,6 +280,18 @@ int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
 }
 
 }  // namespace
+
+Result<Resolved> resolve_isolation(Isolation requested) {
+    sandbox::HostFeatures features;
+    features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
+    features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
+    features.landlock = sandbox::probe_landlock();
+    if (requested == Isolation::kAuto || requested == Isolation::kFull) {
+        features.cgroups = sandbox::probe_cgroups();
+    }
+    ASSIGN_OR_RETURN(Isolation level, sandbox::choose_isolation(requested, features));
+    return Resolved{.level = level, .cgroups = std::move(features.cgroups)};
+}
 
 CallerContext current_caller() {
     CallerContext caller;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/spec.h"
 
 namespace stockade::runner {
@@ -59,6 +60,15 @@ struct CallerContext {
 Result<sandbox::SandboxSpec> build_run_spec(const RunOptions& options, const CallerContext& caller);
 
 CallerContext current_caller();
+
+// Resolves `auto` and checks that an explicit level can be given (exit 77 material). Only the
+// cheap probes: namespaces are assumed, and clone reports if they are missing. The cgroup
+// probe's result is kept for the launch.
+struct Resolved {
+    sandbox::Isolation level = sandbox::Isolation::kNone;
+    sandbox::CgroupSupport cgroups{};
+};
+Result<Resolved> resolve_isolation(sandbox::Isolation requested);
 
 // Runs the command; returns the process exit code.
 int run_command(const RunOptions& options);

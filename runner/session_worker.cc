@@ -15,7 +15,6 @@
 #include "images/image.h"
 #include "runner/serve_command.h"
 #include "sandbox/cgroup.h"
-#include "sandbox/features.h"
 #include "workspace/local_workspace.h"
 #include "workspace/remote_workspace.h"
 #include "workspace/service.h"
@@ -75,21 +74,14 @@ Status SessionWorker::start_locked() {
         return std::move(built).error().wrap("configure the session worker");
     }
     sandbox::SandboxSpec spec = std::move(built).value();
-    sandbox::HostFeatures features;
-    features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
-    features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
-    features.landlock = sandbox::probe_landlock();
-    if (spec.isolation == sandbox::Isolation::kAuto ||
-        spec.isolation == sandbox::Isolation::kFull) {
-        features.cgroups = sandbox::probe_cgroups();
-    }
-    ASSIGN_OR_RETURN(spec.isolation, sandbox::choose_isolation(spec.isolation, features));
+    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(spec.isolation));
+    spec.isolation = resolved.level;
     spec.init = false;  // the worker is pid 1 and reaps
     spec.exec_fd = self.get();
     spec.pass_fds = {channel.second.get()};
     spec.stdio = {null.get(), null.get(), -1};  // stdout is the protocol's: never the worker's
 
-    auto box = sandbox::launch(spec, features.cgroups);
+    auto box = sandbox::launch(spec, resolved.cgroups);
     if (!box) {
         return std::move(box).error().wrap("start the session worker");
     }

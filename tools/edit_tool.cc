@@ -230,28 +230,12 @@ private:
             return error_result(
                 failure_message({.kind = EditFailureKind::kIdentical}, path.display, replace_all));
         }
-        const std::optional<FileStamp> known = ctx.stamps->get(path.display);
-        if (!known) {
-            return error_result(fmt::format(
-                "Refusing to edit {}: you have not read this file in this session. Read it first "
-                "so you do not destroy existing content, then write or edit it.",
-                path.display));
-        }
-        Result<workspace::ReadData> current =
-            ctx.ws->read(path.root, path.relative, known->size + 1);
+        Result<std::string> current = read_unchanged_since_stamp(ctx, path, "edit");
         if (!current) {
-            return error_result(io_failure("read", path.display, current.error()));
-        }
-        if (current->truncated ||
-            ctx.stamps->check(path.display, current->bytes) != Freshness::kClean) {
-            return error_result(fmt::format(
-                "Refusing to edit {}: the file changed on disk after you last read it (content "
-                "hash mismatch). Someone else may be editing it. Re-read the file and reapply "
-                "your change.",
-                path.display));
+            return error_result(current.error().message);
         }
 
-        EditOutcome outcome = apply_edit({.file = current->bytes,
+        EditOutcome outcome = apply_edit({.file = *current,
                                           .old_string = old_string,
                                           .new_string = new_string,
                                           .replace_all = replace_all});
@@ -267,7 +251,7 @@ private:
             return error_result(std::string(kCancelledText));
         }
 
-        const DiffResult diff = unified_diff(current->bytes, applied.content, path.relative);
+        const DiffResult diff = unified_diff(*current, applied.content, path.relative);
         workspace::WriteRequest req;
         req.root = path.root;
         req.path = path.relative;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "tools/file_stamps.h"
 #include "tools/similar.h"
 #include "tools/text.h"
 
@@ -220,6 +221,33 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
         "Cannot {} {}: the workspace reported an error{}. Try again; if it persists, "
         "report it to the user.",
         verb, display, detail);
+}
+
+Result<std::string> read_unchanged_since_stamp(ToolContext& ctx,
+                                               const workspace::ResolvedPath& path,
+                                               std::string_view verb) {
+    const std::optional<FileStamp> known = ctx.stamps->get(path.display);
+    if (!known) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("Refusing to {} {}: you have not read this file in this session. "
+                                 "Read it first so you do not destroy existing content, then write "
+                                 "or edit it.",
+                                 verb, path.display)};
+    }
+    // One byte more than we saw tells a grown file apart without reading all of it.
+    Result<workspace::ReadData> current = ctx.ws->read(path.root, path.relative, known->size + 1);
+    if (!current) {
+        return Error{current.error().code, io_failure("read", path.display, current.error())};
+    }
+    if (current->truncated ||
+        ctx.stamps->check(path.display, current->bytes) != Freshness::kClean) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("Refusing to {} {}: the file changed on disk after you last read "
+                                 "it (content hash mismatch). Someone else may be editing it. "
+                                 "Re-read the file and reapply your change.",
+                                 verb, path.display)};
+    }
+    return std::move(current->bytes);
 }
 
 Result<workspace::ResolvedPath> resolve_writable_path(ToolContext& ctx, std::string_view input,

@@ -63,6 +63,13 @@ std::string io_failure(std::string_view verb, std::string_view display, const Er
 // The spill directory cannot be changed.
 std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedPath& path);
 
+// Read-before-write and external-modification check shared by write and edit (TOOL_PROTOCOL
+// §3.2): the file's current bytes when the agent read it this session and it has not changed
+// since; else the model-facing refusal ("Refusing to <verb> <path>: ...") as the error.
+Result<std::string> read_unchanged_since_stamp(ToolContext& ctx,
+                                               const workspace::ResolvedPath& path,
+                                               std::string_view verb);
+
 // The path a write or edit may change: resolved, not in the read-only spill directory, in a
 // session with a file registry. The error's message is the model-facing text.
 Result<workspace::ResolvedPath> resolve_writable_path(ToolContext& ctx, std::string_view input,

@@ -82,28 +82,11 @@ private:
                     path.display));
             }
             existed = true;
-            const std::optional<FileStamp> known = ctx.stamps->get(path.display);
-            if (!known) {
-                return error_result(fmt::format(
-                    "Refusing to overwrite {}: you have not read this file in this session. Read "
-                    "it first so you do not destroy existing content, then write or edit it.",
-                    path.display));
-            }
-            // One byte more than we saw tells a grown file apart without reading all of it.
-            Result<workspace::ReadData> current =
-                ctx.ws->read(path.root, path.relative, known->size + 1);
+            Result<std::string> current = read_unchanged_since_stamp(ctx, path, "overwrite");
             if (!current) {
-                return error_result(io_failure("read", path.display, current.error()));
+                return error_result(current.error().message);
             }
-            if (current->truncated ||
-                ctx.stamps->check(path.display, current->bytes) != Freshness::kClean) {
-                return error_result(fmt::format(
-                    "Refusing to overwrite {}: the file changed on disk after you last read it "
-                    "(content hash mismatch). Someone else may be editing it. Re-read the file "
-                    "and reapply your change.",
-                    path.display));
-            }
-            old_bytes = std::move(current->bytes);
+            old_bytes = std::move(current).value();
             new_bytes = conform(content, detect_shape(old_bytes));
         } else if (info.error().code != Errc::kNotFound) {
             return error_result(io_failure("write", path.display, info.error()));
