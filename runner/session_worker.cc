@@ -187,6 +187,32 @@ Result<workspace::RgOutcome> SessionWorker::run_rg(const workspace::RgRequest& r
         [&](workspace::Workspace& ws) { return ws.run_rg(request); });
 }
 
+Result<workspace::SpawnedProcess> SessionWorker::spawn(const workspace::SpawnRequest& request) {
+    // The generation is read under the same lock as the spawn (with_worker holds mutex_).
+    return with_worker<workspace::SpawnedProcess>(
+        [&](workspace::Workspace& ws) -> Result<workspace::SpawnedProcess> {
+            ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned, ws.spawn(request));
+            spawned.epoch = static_cast<uint64_t>(generation_);
+            return spawned;
+        });
+}
+
+Result<bool> SessionWorker::signal_group(workspace::ProcessGroupRef group, int signal) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!remote_ || group.epoch != static_cast<uint64_t>(generation_)) {
+            return false;  // that worker and its pid namespace are gone, with every process
+        }
+    }
+    return with_worker<bool>(
+        [&](workspace::Workspace& ws) { return ws.signal_group(group, signal); });
+}
+
+Result<std::vector<std::string>> SessionWorker::path_commands() {
+    return with_worker<std::vector<std::string>>(
+        [&](workspace::Workspace& ws) { return ws.path_commands(); });
+}
+
 int worker_main(const std::string& workspace_root, const std::string& spill_root) {
     // Nothing else in the sandbox may ptrace the worker, read its memory or take its fds.
     (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);

@@ -47,6 +47,11 @@ public:
     Result<std::vector<workspace::DirEntry>> list(workspace::Root root, const std::string& path,
                                                   size_t max_entries) override;
     Result<workspace::RgOutcome> run_rg(const workspace::RgRequest& request) override;
+    // Spawned processes carry the worker's generation as their epoch: a signal for a process
+    // of an earlier worker (whose pid namespace is gone) reaches nothing.
+    Result<workspace::SpawnedProcess> spawn(const workspace::SpawnRequest& request) override;
+    Result<bool> signal_group(workspace::ProcessGroupRef group, int signal) override;
+    Result<std::vector<std::string>> path_commands() override;
 
 private:
     // Runs `op` against a live worker (starting one if needed); turns a dead worker into the

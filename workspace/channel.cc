@@ -26,7 +26,17 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
-static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kRg) + 1);
+static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kCommands) + 1);
+static_assert(std::variant_size_v<ReplyValue> == static_cast<size_t>(Op::kCommands) + 1);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kSpawn), RequestArgs>,
+                   SpawnRequest>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kSpawn), ReplyValue>,
+                   SpawnedProcess>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kCommands), ReplyValue>,
+                   CommandsResult>);
 static_assert(
     std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kWrite), RequestArgs>,
                    WriteRequest>);
@@ -354,6 +364,38 @@ Result<std::vector<DirEntry>> entries_from(const Fields& f) {
     return entries;
 }
 
+// An array of strings, at most `max` of them.
+Result<std::vector<std::string>> strings_from(const Fields& f, const char* key, size_t max) {
+    ASSIGN_OR_RETURN(const json* arr, f.array(key));
+    if (arr->size() > max) {
+        return malformed(fmt::format("{}: field \"{}\" holds {} entries, above the limit {}",
+                                     f.where(), key, arr->size(), max));
+    }
+    std::vector<std::string> out;
+    out.reserve(arr->size());
+    for (const json& item : *arr) {
+        if (!item.is_string()) {
+            return malformed(
+                fmt::format("{}: field \"{}\" must hold only strings", f.where(), key));
+        }
+        out.push_back(item.get<std::string>());
+    }
+    return out;
+}
+
+Status check_spawn_strings(const std::vector<std::string>& strings, std::string_view what) {
+    for (const std::string& s : strings) {
+        if (s.size() > kMaxSpawnArgBytes) {
+            return malformed(fmt::format("a spawn {} of {} bytes exceeds the {}-byte limit", what,
+                                         s.size(), kMaxSpawnArgBytes));
+        }
+        if (s.find('\0') != std::string::npos) {
+            return malformed(fmt::format("a spawn {} contains a NUL byte", what));
+        }
+    }
+    return {};
+}
+
 // Decodes the "error" object of a failed reply into `out`.
 Status error_from(const Fields& f, Error& out) {
     ASSIGN_OR_RETURN(const json* obj, f.object("error"));
@@ -548,12 +590,19 @@ std::string_view op_name(Op op) noexcept {
             return "list";
         case Op::kRg:
             return "rg";
+        case Op::kSpawn:
+            return "spawn";
+        case Op::kSignal:
+            return "signal";
+        case Op::kCommands:
+            return "commands";
     }
     return "unknown";
 }
 
 std::optional<Op> op_from_name(std::string_view name) noexcept {
-    for (Op op : {Op::kHello, Op::kStat, Op::kRead, Op::kWrite, Op::kMkdirs, Op::kList, Op::kRg}) {
+    for (Op op : {Op::kHello, Op::kStat, Op::kRead, Op::kWrite, Op::kMkdirs, Op::kList, Op::kRg,
+                  Op::kSpawn, Op::kSignal, Op::kCommands}) {
         if (name == op_name(op)) {
             return op;
         }
@@ -660,6 +709,44 @@ Status validate_request(const Request& request) {
                 }
                 return {};
             },
+            [](const SpawnRequest& a) -> Status {
+                if (a.argv.empty() || a.argv.size() > kMaxSpawnArgs) {
+                    return malformed(fmt::format("spawn with {} arguments is outside 1..{}",
+                                                 a.argv.size(), kMaxSpawnArgs));
+                }
+                RETURN_IF_ERROR(check_spawn_strings(a.argv, "argument"));
+                if (a.env.size() > kMaxSpawnEnv) {
+                    return malformed(
+                        fmt::format("spawn with {} environment entries exceeds the "
+                                    "limit {}",
+                                    a.env.size(), kMaxSpawnEnv));
+                }
+                RETURN_IF_ERROR(check_spawn_strings(a.env, "environment entry"));
+                for (const std::string& e : a.env) {
+                    const size_t eq = e.find('=');
+                    if (eq == 0 || eq == std::string::npos) {
+                        return malformed(fmt::format(
+                            "spawn environment entry \"{}\" is not NAME=VALUE", e.substr(0, 64)));
+                    }
+                }
+                RETURN_IF_ERROR(check_path(a.cwd));
+                if (a.rows < 1 || a.rows > kMaxPtyDimension || a.cols < 1 ||
+                    a.cols > kMaxPtyDimension) {
+                    return malformed(fmt::format("spawn PTY size {}x{} is outside 1..{}", a.rows,
+                                                 a.cols, kMaxPtyDimension));
+                }
+                return {};
+            },
+            [](const SignalArgs& a) -> Status {
+                if (a.pgid < 0 || a.pgid > kMaxPid) {
+                    return malformed(fmt::format("process group {} is out of range", a.pgid));
+                }
+                if (a.signal < 0 || a.signal > kMaxSignal) {
+                    return malformed(fmt::format("signal {} is out of range", a.signal));
+                }
+                return {};
+            },
+            [](const CommandsArgs&) -> Status { return {}; },
         },
         request.args);
 }
@@ -706,6 +793,20 @@ Result<std::string> encode_request(const Request& request) {
                        h["max_output_bytes"] = a.max_output_bytes;
                        h["timeout_ms"] = a.timeout.count();
                    },
+                   [&](const SpawnRequest& a) {
+                       h["argv"] = a.argv;
+                       h["cwd"] = a.cwd;
+                       h["env"] = a.env;
+                       h["pty"] = a.pty;
+                       h["interactive"] = a.interactive;
+                       h["rows"] = a.rows;
+                       h["cols"] = a.cols;
+                   },
+                   [&](const SignalArgs& a) {
+                       h["pgid"] = a.pgid;
+                       h["signal"] = a.signal;
+                   },
+                   [](const CommandsArgs&) {},
                },
                request.args);
     return encode_frame(h, payload, Utf8::kStrict);
@@ -796,6 +897,34 @@ Result<Request> decode_request(const Frame& frame) {
                 request.args = std::move(a);
                 break;
             }
+            case Op::kSpawn: {
+                SpawnRequest a;
+                ASSIGN_OR_RETURN(a.argv, strings_from(f, "argv", kMaxSpawnArgs));
+                ASSIGN_OR_RETURN(a.cwd, f.string("cwd"));
+                ASSIGN_OR_RETURN(a.env, strings_from(f, "env", kMaxSpawnEnv));
+                ASSIGN_OR_RETURN(a.pty, f.boolean("pty"));
+                ASSIGN_OR_RETURN(a.interactive, f.boolean("interactive"));
+                ASSIGN_OR_RETURN(uint64_t rows, f.u64_at_most("rows", kMaxPtyDimension));
+                ASSIGN_OR_RETURN(uint64_t cols, f.u64_at_most("cols", kMaxPtyDimension));
+                a.rows = static_cast<uint16_t>(rows);
+                a.cols = static_cast<uint16_t>(cols);
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kSignal: {
+                SignalArgs a;
+                ASSIGN_OR_RETURN(uint64_t pgid,
+                                 f.u64_at_most("pgid", static_cast<uint64_t>(kMaxPid)));
+                ASSIGN_OR_RETURN(uint64_t signal,
+                                 f.u64_at_most("signal", static_cast<uint64_t>(kMaxSignal)));
+                a.pgid = static_cast<int>(pgid);
+                a.signal = static_cast<int>(signal);
+                request.args = a;
+                break;
+            }
+            case Op::kCommands:
+                request.args = CommandsArgs{};
+                break;
         }
         if (auto st = validate_request(request); !st) {
             return std::move(st).error().wrap("request");
@@ -838,6 +967,7 @@ Result<std::string> encode_reply(const Reply& reply) {
         h["error"] = std::move(err);
         return encode_frame(h, payload, Utf8::kReplace);
     }
+    std::string invalid;  // why the result cannot be encoded
     std::visit(Overloaded{
                    [](const HelloResult&) {},
                    [&](const FileInfo& info) { h["info"] = info_json(info); },
@@ -883,18 +1013,78 @@ Result<std::string> encode_reply(const Reply& reply) {
                        payload = rg.out;
                        payload += rg.err;
                    },
+                   [&](const SpawnedProcess& p) {
+                       if (p.pid < kMinPid || p.pid > kMaxPid || !p.output || !p.status) {
+                           invalid = fmt::format(
+                               "spawn result (pid {}) lacks a valid pid or its output or status "
+                               "descriptor",
+                               p.pid);
+                           return;
+                       }
+                       h["pid"] = p.pid;
+                       h["has_input"] = p.input.valid();
+                       h["has_pidfd"] = p.pidfd.valid();
+                   },
+                   [&](const SignalResult& s) { h["delivered"] = s.delivered; },
+                   [&](const CommandsResult& c) {
+                       // As for list names: replacing ill-formed UTF-8 can reorder names and
+                       // make two equal, so the replaced names are sorted and deduplicated.
+                       std::vector<std::string> names;
+                       names.reserve(c.names.size());
+                       for (const std::string& name : c.names) {
+                           names.push_back(valid_utf8(name));
+                       }
+                       std::sort(names.begin(), names.end());
+                       names.erase(std::unique(names.begin(), names.end()), names.end());
+                       if (names.size() > kMaxCommandNames) {
+                           invalid = fmt::format("{} command names exceed the limit {}",
+                                                 names.size(), kMaxCommandNames);
+                           return;
+                       }
+                       h["names"] = std::move(names);
+                   },
                },
                *reply.result);
+    if (!invalid.empty()) {
+        return Error{Errc::kInvalidArgument, fmt::format("encode reply: {}", invalid)};
+    }
     return encode_frame(h, payload, Utf8::kReplace);
 }
 
+std::vector<int> reply_fds(const Reply& reply) {
+    std::vector<int> fds;
+    if (!reply.result) {
+        return fds;
+    }
+    if (const auto* p = std::get_if<SpawnedProcess>(&*reply.result)) {
+        for (const UniqueFd* fd : {&p->output, &p->status, &p->input, &p->pidfd}) {
+            if (fd->valid()) {
+                fds.push_back(fd->get());
+            }
+        }
+    }
+    return fds;
+}
+
 Result<Reply> decode_reply(const Frame& frame, Op op) {
+    std::vector<UniqueFd> none;
+    return decode_reply(frame, op, none);
+}
+
+Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds) {
+    // Taken now: whatever the outcome, the caller holds none of them afterwards.
+    std::vector<UniqueFd> received = std::move(fds);
+    fds.clear();
     try {
         Fields f(frame.header, "reply");
         RETURN_IF_ERROR(check_version(f));
         Reply reply;
         ASSIGN_OR_RETURN(reply.id, f.u64("id"));
         ASSIGN_OR_RETURN(bool ok, f.boolean("ok"));
+        if (!received.empty() && (!ok || op != Op::kSpawn)) {
+            return malformed(
+                fmt::format("reply carries {} unexpected descriptors", received.size()));
+        }
         if (!ok) {
             RETURN_IF_ERROR(check_no_payload(frame, "error reply"));
             Error error;
@@ -970,6 +1160,51 @@ Result<Reply> decode_reply(const Frame& frame, Op op) {
                 rg.out = frame.payload.substr(0, out_bytes);
                 rg.err = frame.payload.substr(out_bytes);
                 reply.result = ReplyValue{std::move(rg)};
+                break;
+            }
+            case Op::kSpawn: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"spawn\""));
+                ASSIGN_OR_RETURN(uint64_t pid,
+                                 f.u64_at_most("pid", static_cast<uint64_t>(kMaxPid)));
+                if (pid < static_cast<uint64_t>(kMinPid)) {
+                    return malformed(fmt::format("reply: spawn pid {} is out of range", pid));
+                }
+                ASSIGN_OR_RETURN(bool has_input, f.boolean("has_input"));
+                ASSIGN_OR_RETURN(bool has_pidfd, f.boolean("has_pidfd"));
+                const size_t announced = 2 + (has_input ? 1U : 0U) + (has_pidfd ? 1U : 0U);
+                if (received.size() != announced) {
+                    return malformed(
+                        fmt::format("reply to \"spawn\" announces {} descriptors but carries {}",
+                                    announced, received.size()));
+                }
+                SpawnedProcess p;
+                p.pid = static_cast<int>(pid);
+                p.output = std::move(received[0]);
+                p.status = std::move(received[1]);
+                size_t next = 2;
+                if (has_input) {
+                    p.input = std::move(received[next++]);
+                }
+                if (has_pidfd) {
+                    p.pidfd = std::move(received[next++]);
+                }
+                reply.result = ReplyValue{std::move(p)};
+                break;
+            }
+            case Op::kSignal: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"signal\""));
+                ASSIGN_OR_RETURN(bool delivered, f.boolean("delivered"));
+                reply.result = ReplyValue{SignalResult{delivered}};
+                break;
+            }
+            case Op::kCommands: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"commands\""));
+                ASSIGN_OR_RETURN(std::vector<std::string> names,
+                                 strings_from(f, "names", kMaxCommandNames));
+                for (const std::string& name : names) {
+                    RETURN_IF_ERROR(check_entry_name(name));
+                }
+                reply.result = ReplyValue{CommandsResult{std::move(names)}};
                 break;
             }
         }

@@ -13,12 +13,17 @@
 // SCM_RIGHTS works on stream sockets too: the kernel never merges data carrying descriptors
 // with data sent before it, so the descriptors arrive with the frame they were sent with.
 //
-// Requests:  {"v":1,"id":N,"op":"hello|stat|read|write|mkdirs|list|rg", ...arguments}
+// Requests:  {"v":1,"id":N,"op":"hello|stat|read|write|mkdirs|list|rg|spawn|signal|commands",
+//             ...arguments}
 //   stat, mkdirs   "root":"workspace|spill", "path":"a/b"
 //   read           + "max_bytes":N
 //   write          + "make_parents":bool, optional "mode":N; payload = the file's bytes
 //   list           + "max_entries":N
 //   rg             "root", "args":[...], "max_output_bytes":N, "timeout_ms":N
+//   spawn          "argv":[...] (1..kMaxSpawnArgs), "cwd":"a/b", "env":["NAME=VALUE", ...],
+//                  "pty":bool, "interactive":bool, "rows":N, "cols":N (1..kMaxPtyDimension)
+//   signal         "pgid":N, "signal":N (0..kMaxSignal)
+//   commands       nothing more
 // Replies:   {"v":1,"id":N,"ok":true, ...results}
 //   stat           "info":{"type":"file|directory|symlink|other","size":N,"mtime_ns":N,"mode":N}
 //   read           "info", "truncated":bool; payload = the bytes read
@@ -28,9 +33,15 @@
 //                  names can arrive equal) and the list is sorted again after replacing
 //   rg             "exit_code":N, "truncated":bool, "timed_out":bool, "out_bytes":N;
 //                  payload = stdout (out_bytes) then stderr (the rest)
+//   spawn          "pid":N (kMinPid..kMaxPid), "has_input":bool, "has_pidfd":bool; the
+//                  descriptors travel with the frame in this order: output, status, [input],
+//                  [pidfd] — exactly as many as announced
+//   signal         "delivered":bool
+//   commands       "names":[...] sorted, unique, at most kMaxCommandNames, each a file name
 //   hello, mkdirs  nothing more
 //            {"v":1,"id":N,"ok":false,"error":{"code":"not-found","message":"...","errno":N}}
 // Replies do not name their op: the requester knows what it asked (decode_reply takes it).
+// Only a spawn reply carries descriptors; any other frame that does is malformed.
 // Every frame carries "v"; a frame of another version is a decode error naming both versions,
 // so the first exchange (hello) detects a mismatched worker.
 //
@@ -69,6 +80,14 @@ inline constexpr size_t kMaxErrorMessageBytes = 16 << 10;
 inline constexpr std::chrono::milliseconds kMaxRgTimeout{24 * 3600 * 1000};
 inline constexpr size_t kMaxHeaderDepth = 8;
 inline constexpr size_t kMaxFdsPerFrame = 4;
+inline constexpr size_t kMaxSpawnArgs = 1024;
+inline constexpr size_t kMaxSpawnArgBytes = 64 << 10;  // one argv or env entry
+inline constexpr size_t kMaxSpawnEnv = 1024;
+inline constexpr uint16_t kMaxPtyDimension = 1000;  // rows and cols
+inline constexpr int kMinPid = 2;                   // 1 is the worker itself
+inline constexpr int kMaxPid = 4'194'304;           // PID_MAX_LIMIT
+inline constexpr int kMaxSignal = 64;               // SIGRTMAX
+inline constexpr size_t kMaxCommandNames = 20'000;
 
 // ---- Frames (pure) --------------------------------------------------------------------------
 
@@ -97,7 +116,18 @@ Result<Frame> decode_frame(std::span<const std::byte> bytes);
 // ---- Messages (pure) ------------------------------------------------------------------------
 
 // The order of Op is the order of the RequestArgs and ReplyValue alternatives.
-enum class Op : uint8_t { kHello, kStat, kRead, kWrite, kMkdirs, kList, kRg };
+enum class Op : uint8_t {
+    kHello,
+    kStat,
+    kRead,
+    kWrite,
+    kMkdirs,
+    kList,
+    kRg,
+    kSpawn,
+    kSignal,
+    kCommands,
+};
 std::string_view op_name(Op op) noexcept;
 std::optional<Op> op_from_name(std::string_view name) noexcept;
 std::string_view root_name(Root root) noexcept;
@@ -123,8 +153,14 @@ struct ListArgs {
     std::string path{};
     uint64_t max_entries = 0;
 };
-using RequestArgs =
-    std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs, RgRequest>;
+// The epoch of a ProcessGroupRef stays on the supervisor's side: the worker has only one.
+struct SignalArgs {
+    int pgid = 0;
+    int signal = 0;
+};
+struct CommandsArgs {};
+using RequestArgs = std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs,
+                                 RgRequest, SpawnRequest, SignalArgs, CommandsArgs>;
 
 struct Request {
     uint64_t id = 0;
@@ -134,8 +170,16 @@ Op op_of(const RequestArgs& args) noexcept;
 
 struct HelloResult {};
 struct MkdirsResult {};
-using ReplyValue = std::variant<HelloResult, FileInfo, ReadData, WriteOutcome, MkdirsResult,
-                                std::vector<DirEntry>, RgOutcome>;
+struct SignalResult {
+    bool delivered = false;
+};
+struct CommandsResult {
+    std::vector<std::string> names{};
+};
+// Move-only: a SpawnedProcess owns its descriptors.
+using ReplyValue =
+    std::variant<HelloResult, FileInfo, ReadData, WriteOutcome, MkdirsResult, std::vector<DirEntry>,
+                 RgOutcome, SpawnedProcess, SignalResult, CommandsResult>;
 Op op_of(const ReplyValue& value) noexcept;
 
 struct Reply {
@@ -145,7 +189,10 @@ struct Reply {
 
 // The limits every request must meet, checked on both sides: a path of at most kMaxPathBytes
 // without NUL, read/write/rg sizes within kMaxPayloadBytes, list within kMaxListEntries, rg
-// arguments without NUL, a mode within 07777.
+// arguments without NUL, a mode within 07777; spawn: 1..kMaxSpawnArgs arguments and at most
+// kMaxSpawnEnv "NAME=VALUE" entries, each within kMaxSpawnArgBytes and without NUL, a PTY
+// size within 1..kMaxPtyDimension; signal: a pgid within 0..kMaxPid, a signal within
+// 0..kMaxSignal (refusing groups <= 1 is the worker's decision, with its own message).
 Status validate_request(const Request& request);
 
 Result<std::string> encode_request(const Request& request);
@@ -154,8 +201,19 @@ Result<Request> decode_request(const Frame& frame);
 std::optional<uint64_t> recover_id(const Frame& frame) noexcept;
 
 // Checks what holds for any reply (names without '/', known codes, an rg exit code in -1..255,
-// stdout within the payload); what depends on the request (sizes asked for) is the caller's.
+// stdout within the payload, a spawn's pid in range and its output and status descriptors
+// present); what depends on the request (sizes asked for) is the caller's. The descriptors of
+// a spawn reply are not in the frame: send reply_fds(reply) with it.
 Result<std::string> encode_reply(const Reply& reply);
+// The descriptors to attach to the encoded reply, in wire order (spawn: output, status,
+// [input], [pidfd]; every other reply: none). They stay owned by `reply`: keep it alive until
+// the frame is sent.
+std::vector<int> reply_fds(const Reply& reply);
+// `fds`: the descriptors that arrived with the frame. decode_reply takes them all (the vector
+// is left empty): a spawn reply keeps them in its SpawnedProcess, anything else closes them.
+// A reply carrying another number of descriptors than it announces is malformed.
+Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds);
+// For a frame that came without descriptors.
 Result<Reply> decode_reply(const Frame& frame, Op op);
 
 // ---- Blocking I/O over a unix stream socket -------------------------------------------------

@@ -3,11 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <spawn.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,13 +21,22 @@
 #include <chrono>
 #include <climits>
 #include <csignal>
+#include <cstdio>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <queue>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "common/defer.h"
+#include "common/log.h"
 #include "common/syscall.h"
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)  // Linux 4.13
+#endif
 
 namespace stockade::workspace {
 
@@ -101,6 +115,322 @@ std::string temp_name(const std::string& name) {
                 static_cast<uint64_t>(Clock::now().time_since_epoch().count()) ^ ++counter;
     }
     return fmt::format(".{}.stockade-{:016x}.tmp", name.substr(0, 200), nonce);
+}
+
+// The absolute directories of a PATH value; relative entries (and "", meaning ".") are
+// skipped: they would resolve against the worker's cwd, not the command's.
+std::vector<std::string_view> path_dirs(std::string_view path_env) {
+    std::vector<std::string_view> dirs;
+    while (!path_env.empty()) {
+        const size_t colon = path_env.find(':');
+        std::string_view dir = path_env.substr(0, colon);
+        path_env =
+            colon == std::string_view::npos ? std::string_view{} : path_env.substr(colon + 1);
+        if (!dir.empty() && dir.front() == '/') {
+            dirs.push_back(dir);
+        }
+    }
+    return dirs;
+}
+
+// ---- Children -------------------------------------------------------------------------------
+
+// The children this process waits for, shared by every LocalWorkspace: waitpid reaps per
+// process, so two tables (two workspaces in one test binary) would steal each other's children.
+struct ChildTable {
+    std::mutex mu;
+    std::map<pid_t, UniqueFd> leaders;  // spawned, not yet reaped: pid → status pipe write end
+    std::set<pid_t> waited_elsewhere;   // rg while run_rg waits for it by pid
+};
+
+ChildTable& children() {
+    // Never destroyed: another thread may still reap while static destructors run.
+    static auto* table = new ChildTable;  // NOLINT(cppcoreguidelines-owning-memory)
+    return *table;
+}
+
+// Writes a leader's wait status to its status pipe, then the caller closes it. The supervisor
+// may have closed the read end already: the EPIPE must not become a SIGPIPE that kills the
+// worker, so SIGPIPE is blocked around the write and one the write raised is consumed.
+void deliver_status(int fd, int status) {
+    const auto raw = static_cast<uint32_t>(status);
+    std::array<char, 4> bytes{};
+    for (unsigned i = 0; i < bytes.size(); ++i) {
+        bytes[i] = static_cast<char>((raw >> (8U * i)) & 0xFFU);
+    }
+    sigset_t sigpipe;
+    sigemptyset(&sigpipe);
+    sigaddset(&sigpipe, SIGPIPE);
+    sigset_t old_mask;
+    (void)::pthread_sigmask(SIG_BLOCK, &sigpipe, &old_mask);
+    sigset_t pending;
+    sigemptyset(&pending);
+    (void)::sigpending(&pending);
+    const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+    const ssize_t n = retry_eintr([&] { return ::write(fd, bytes.data(), bytes.size()); });
+    if (n < 0 && errno == EPIPE && !was_pending) {
+        const timespec no_wait{};
+        (void)retry_eintr([&] { return ::sigtimedwait(&sigpipe, nullptr, &no_wait); });
+    }
+    (void)::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+}
+
+// Where a child failed before its program ran; sent to the parent with the errno.
+enum class ChildStage : int { kSetup = 1, kSetsid, kStdio, kControllingTty, kChdir, kExec };
+
+// Everything the forked child needs, prepared before the fork.
+struct ChildPlan {
+    const char* exe = nullptr;
+    char* const* argv = nullptr;
+    char* const* envp = nullptr;
+    int stdin_fd = -1;
+    int output_fd = -1;  // stdout and stderr
+    int cwd_fd = -1;
+    int report_fd = -1;  // write end of the CLOEXEC failure pipe
+    bool controlling_tty = false;
+    int max_fd = 0;  // where the close loop stops if close_range is missing
+};
+
+// The rest of this section runs in the forked child: async-signal-safe calls only and no
+// allocation (another thread of the parent may have held malloc's lock at the fork).
+
+[[noreturn]] void child_fail(int report_fd, ChildStage stage) {
+    const std::array<int, 2> message{static_cast<int>(stage), errno};
+    [[maybe_unused]] const ssize_t n = ::write(report_fd, message.data(), sizeof message);
+    ::_exit(127);
+}
+
+// Descriptors 0-2 may be any of the plan's: each one still needed is moved above 2 first so
+// that no dup2 onto 0-2 overwrites it before its own dup2.
+int lift_above_stdio(int fd) {
+    return fd > STDERR_FILENO ? fd : ::fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+}
+
+void close_fd_span(unsigned first, unsigned last, int max_fd) {
+    if (first > last) {
+        return;
+    }
+#ifdef SYS_close_range
+    if (::syscall(SYS_close_range, first, last, 0U) == 0) {
+        return;
+    }
+#endif
+    for (unsigned fd = first; fd <= last && fd < static_cast<unsigned>(max_fd); ++fd) {
+        (void)::close(static_cast<int>(fd));
+    }
+}
+
+[[noreturn]] void exec_child(const ChildPlan& plan) {
+    const int report = lift_above_stdio(plan.report_fd);
+    if (report < 0) {
+        ::_exit(127);
+    }
+    const int in = lift_above_stdio(plan.stdin_fd);
+    const int out = lift_above_stdio(plan.output_fd);
+    const int cwd = lift_above_stdio(plan.cwd_fd);
+    if (in < 0 || out < 0 || cwd < 0) {
+        child_fail(report, ChildStage::kSetup);
+    }
+    if (::setsid() < 0) {
+        child_fail(report, ChildStage::kSetsid);
+    }
+    if (::dup2(in, STDIN_FILENO) < 0 || ::dup2(out, STDOUT_FILENO) < 0 ||
+        ::dup2(out, STDERR_FILENO) < 0) {
+        child_fail(report, ChildStage::kStdio);
+    }
+    // A session leader without a controlling terminal acquires the PTY it names here.
+    if (plan.controlling_tty && ::ioctl(STDIN_FILENO, TIOCSCTTY, 0) < 0) {
+        child_fail(report, ChildStage::kControllingTty);
+    }
+    // Ignored signals and the mask survive execve: the command must start from the defaults,
+    // whatever the worker (SIGCHLD blocked for its signalfd) or a test process set. Dispositions
+    // first, so that no handler of the parent runs once the mask opens.
+    struct sigaction default_action {};
+    default_action.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) {
+        if (sig != SIGKILL && sig != SIGSTOP) {
+            (void)::sigaction(sig, &default_action, nullptr);  // EINVAL for glibc's own: fine
+        }
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+    if (::fchdir(cwd) < 0) {
+        child_fail(report, ChildStage::kChdir);
+    }
+    // Everything but 0-2 and the report pipe (CLOEXEC: execve closes it) goes: the worker's
+    // channel, other commands' pipes, status pipes.
+    const auto keep = static_cast<unsigned>(report);
+    close_fd_span(STDERR_FILENO + 1, keep - 1, plan.max_fd);
+    close_fd_span(keep + 1, ~0U, plan.max_fd);
+    ::execve(plan.exe, plan.argv, plan.envp);
+    child_fail(report, ChildStage::kExec);
+}
+
+// ---- (back in the parent) -------------------------------------------------------------------
+
+Error child_error(ChildStage stage, int err, const std::string& name, const std::string& cwd) {
+    switch (stage) {
+        case ChildStage::kExec:
+            if (err == EACCES) {
+                return Error{Errc::kPermissionDenied, fmt::format("{}: permission denied", name),
+                             err};
+            }
+            if (err == ENOENT) {
+                // Found on PATH but not executable as such: a #! interpreter or the ELF loader
+                // is missing.
+                return Error{Errc::kNotFound,
+                             name.find('/') != std::string::npos
+                                 ? fmt::format("{}: no such file or directory", name)
+                                 : fmt::format("{}: its interpreter or loader is missing", name),
+                             err};
+            }
+            if (err == ENOEXEC) {
+                return Error{Errc::kFailedPrecondition,
+                             fmt::format("{}: cannot execute: exec format error", name), err};
+            }
+            return errno_error(fmt::format("spawn \"{}\": execve", name), err);
+        case ChildStage::kChdir:
+            return errno_error(fmt::format("spawn: chdir to \"{}\"", shown(cwd)), err);
+        case ChildStage::kSetsid:
+            return errno_error("spawn: setsid", err);
+        case ChildStage::kStdio:
+            return errno_error("spawn: redirect stdin/stdout/stderr", err);
+        case ChildStage::kControllingTty:
+            return errno_error("spawn: make the PTY the controlling terminal", err);
+        case ChildStage::kSetup:
+            return errno_error("spawn: prepare descriptors", err);
+    }
+    return Error{Errc::kInternal, "spawn: the child reported an unknown failure"};
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+    std::vector<char*> out;
+    out.reserve(strings.size() + 1);
+    for (std::string& s : strings) {
+        out.push_back(s.data());
+    }
+    out.push_back(nullptr);
+    return out;
+}
+
+// The worker's environment with `extra` (NAME=VALUE, already checked) added or replacing.
+std::vector<std::string> merged_environment(const std::vector<std::string>& extra) {
+    std::vector<std::string> env;
+    // The worker is single-threaded, and nothing calls setenv while it spawns.
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        env.emplace_back(*e);
+    }
+    for (const std::string& entry : extra) {
+        const std::string_view prefix(entry.data(), entry.find('=') + 1);  // "NAME="
+        std::erase_if(env, [&](const std::string& e) { return e.starts_with(prefix); });
+        env.push_back(entry);
+    }
+    return env;
+}
+
+struct Pty {
+    UniqueFd master;
+    UniqueFd slave;
+};
+
+// A PTY pair from /dev/ptmx (the sandbox's own devpts instance), sized rows x cols, with ONLCR
+// off so that output lines end in "\n" exactly as through a pipe.
+Result<Pty> open_pty(uint16_t rows, uint16_t cols) {
+    auto master = open_path("/dev/ptmx", O_RDWR | O_NOCTTY);
+    if (!master) {
+        return Error{Errc::kUnavailable,
+                     fmt::format("spawn: no PTY available: {}", master.error().message),
+                     master.error().sys_errno};
+    }
+    Pty pty;
+    pty.master = std::move(*master);
+    if (::unlockpt(pty.master.get()) != 0) {
+        return errno_error("spawn: unlockpt", errno);
+    }
+    // TIOCGPTPEER opens the slave through the master, never by a name in /dev/pts that could
+    // name another devpts's slave.
+    const int slave = ::ioctl(pty.master.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave >= 0) {
+        pty.slave.reset(slave);
+    } else {
+        std::array<char, 128> name{};
+        if (int rc = ::ptsname_r(pty.master.get(), name.data(), name.size()); rc != 0) {
+            return errno_error("spawn: ptsname", rc);
+        }
+        ASSIGN_OR_RETURN(pty.slave, open_path(name.data(), O_RDWR | O_NOCTTY));
+    }
+    winsize size{};
+    size.ws_row = rows;
+    size.ws_col = cols;
+    if (::ioctl(pty.master.get(), TIOCSWINSZ, &size) != 0) {
+        return errno_error("spawn: set the PTY size", errno);
+    }
+    termios mode{};
+    if (::tcgetattr(pty.slave.get(), &mode) != 0) {
+        return errno_error("spawn: tcgetattr", errno);
+    }
+    mode.c_oflag &= ~static_cast<tcflag_t>(ONLCR);
+    if (::tcsetattr(pty.slave.get(), TCSANOW, &mode) != 0) {
+        return errno_error("spawn: tcsetattr", errno);
+    }
+    return pty;
+}
+
+// Whether a live (not zombie) process has process group `pgid`, per /proc/<pid>/stat.
+Result<bool> group_has_live_member(int pgid) {
+    UniqueFd proc_fd;
+    ASSIGN_OR_RETURN(proc_fd, open_path("/proc", O_RDONLY | O_DIRECTORY));
+    const int proc = proc_fd.get();
+    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(proc), &::closedir);
+    if (!dir) {
+        return errno_error("signal: open /proc", errno);
+    }
+    (void)proc_fd.release();  // the DIR owns it now
+    std::array<char, 1024> buf{};
+    for (;;) {
+        errno = 0;
+        const dirent* entry = ::readdir(dir.get());  // NOLINT(concurrency-mt-unsafe): ours only
+        if (entry == nullptr) {
+            if (errno != 0) {
+                return errno_error("signal: read /proc", errno);
+            }
+            return false;
+        }
+        std::string_view name(entry->d_name);
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) {
+            continue;
+        }
+        const std::string stat_path = fmt::format("{}/stat", name);
+        const int fd = retry_eintr(
+            [&] { return ::openat(::dirfd(dir.get()), stat_path.c_str(), O_RDONLY | O_CLOEXEC); });
+        if (fd < 0) {
+            continue;  // exited meanwhile
+        }
+        const ssize_t n = retry_eintr([&] { return ::read(fd, buf.data(), buf.size() - 1); });
+        (void)::close(fd);
+        if (n <= 0) {
+            continue;
+        }
+        // "pid (comm) S ppid pgrp ...": comm may hold anything, ')' included, so the fields
+        // are read after its last ')'.
+        std::string_view text(buf.data(), static_cast<size_t>(n));
+        const size_t paren = text.rfind(')');
+        if (paren == std::string_view::npos) {
+            continue;
+        }
+        const std::string rest(text.substr(paren + 1));
+        char state = 0;
+        int ppid = 0;
+        int pgrp = 0;
+        // NOLINTNEXTLINE(cert-err34-c): a mismatch is checked through the count
+        if (std::sscanf(rest.c_str(), " %c %d %d", &state, &ppid, &pgrp) != 3) {
+            continue;
+        }
+        if (pgrp == pgid && state != 'Z' && state != 'X' && state != 'x') {
+            return true;
+        }
+    }
 }
 
 Result<std::string> read_link_at(int dir_fd, const std::string& name) {
@@ -539,7 +869,16 @@ Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
         return errno_error("rg: prepare spawn", rc);
     }
     pid_t pid = -1;
-    rc = ::posix_spawn(&pid, rg.c_str(), &actions, &attr, argv.data(), envp.data());
+    ChildTable& table = children();
+    {
+        // rg is entered in the table before reap_children (on another thread) could see it
+        // exit: run_rg waits for it by pid and needs its status.
+        std::lock_guard lock(table.mu);
+        rc = ::posix_spawn(&pid, rg.c_str(), &actions, &attr, argv.data(), envp.data());
+        if (rc == 0) {
+            table.waited_elsewhere.insert(pid);
+        }
+    }
     if (rc != 0) {
         Error e = errno_error(fmt::format("spawn \"{}\"", rg), rc);
         if (rc == ENOENT || rc == EACCES || rc == ENOEXEC) {
@@ -550,6 +889,11 @@ Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
     out.second.reset();
     err.second.reset();
     devnull.reset();
+    // Runs after kill_and_reap (declared first): once rg is reaped, its pid is no one's.
+    Defer forget_rg{[&] {
+        std::lock_guard lock(table.mu);
+        table.waited_elsewhere.erase(pid);
+    }};
     // Until reaped, rg's pid is also its process group id: killing the group is safe.
     Defer kill_and_reap{[&] {
         (void)::kill(-pid, SIGKILL);
@@ -658,6 +1002,280 @@ Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
         outcome.exit_code = 128 + WTERMSIG(status);
     }
     return outcome;
+}
+
+// ---- Commands -------------------------------------------------------------------------------
+
+Result<std::string> LocalWorkspace::find_command(const std::string& name) const {
+    if (name.find('/') != std::string::npos) {
+        return name;  // a path: execve resolves it in the command's cwd
+    }
+    // As execvp: a match that is not executable is remembered while later directories are
+    // searched, and reported only when none has an executable one.
+    bool denied = false;
+    for (std::string_view dir : path_dirs(options_.path_env)) {
+        std::string candidate = fmt::format("{}/{}", dir, name);
+        struct stat st {};
+        if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+            continue;
+        }
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+        denied = true;
+    }
+    if (denied) {
+        return Error{Errc::kPermissionDenied, fmt::format("{}: permission denied", name), EACCES};
+    }
+    return Error{Errc::kNotFound, fmt::format("{}: command not found", name), ENOENT};
+}
+
+Result<SpawnedProcess> LocalWorkspace::spawn(const SpawnRequest& request) {
+    if (request.argv.empty() || request.argv.front().empty()) {
+        return Error{Errc::kInvalidArgument, "spawn: the command is empty"};
+    }
+    for (const std::string& arg : request.argv) {
+        if (arg.find('\0') != std::string::npos) {
+            return Error{Errc::kInvalidArgument, "spawn: an argument contains a NUL byte"};
+        }
+    }
+    for (const std::string& entry : request.env) {
+        const size_t eq = entry.find('=');
+        if (eq == 0 || eq == std::string::npos || entry.find('\0') != std::string::npos) {
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("spawn: environment entry \"{}\" is not NAME=VALUE",
+                                     entry.substr(0, 64))};
+        }
+    }
+    if (request.pty && (request.rows == 0 || request.cols == 0)) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("spawn: PTY size {}x{} is empty", request.rows, request.cols)};
+    }
+    const std::string& name = request.argv.front();
+    ASSIGN_OR_RETURN(std::string exe, find_command(name));
+    ASSIGN_OR_RETURN(UniqueFd cwd,
+                     resolve(Root::kWorkspace, "spawn: cwd", request.cwd, O_PATH | O_DIRECTORY));
+
+    // Everything the child needs is built before the fork: it must not allocate.
+    std::vector<std::string> arg_strings = request.argv;
+    std::vector<char*> argv = c_strings(arg_strings);
+    std::vector<std::string> env_strings = merged_environment(request.env);
+    std::vector<char*> envp = c_strings(env_strings);
+
+    SpawnedProcess spawned;
+    UniqueFd child_out;  // the child's stdout and stderr
+    UniqueFd child_in;
+    if (request.pty) {
+        ASSIGN_OR_RETURN(Pty pty, open_pty(request.rows, request.cols));
+        spawned.output = std::move(pty.master);
+        child_out = std::move(pty.slave);
+    } else {
+        ASSIGN_OR_RETURN(FdPair out, make_pipe());
+        spawned.output = std::move(out.first);
+        child_out = std::move(out.second);
+    }
+    int child_in_fd = -1;
+    if (request.interactive && request.pty) {
+        child_in_fd = child_out.get();  // the slave, also the controlling terminal
+    } else if (request.interactive) {
+        ASSIGN_OR_RETURN(FdPair in, make_pipe());
+        child_in = std::move(in.first);
+        spawned.input = std::move(in.second);
+        child_in_fd = child_in.get();
+    } else {
+        ASSIGN_OR_RETURN(child_in, open_path("/dev/null", O_RDONLY));
+        child_in_fd = child_in.get();
+    }
+    ASSIGN_OR_RETURN(FdPair status, make_pipe());
+    ASSIGN_OR_RETURN(FdPair report, make_pipe());
+
+    rlimit nofile{};
+    int max_fd = 1 << 16;
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+        max_fd = static_cast<int>(std::min<rlim_t>(nofile.rlim_cur, rlim_t{1} << 20));
+    }
+    const ChildPlan plan{.exe = exe.c_str(),
+                         .argv = argv.data(),
+                         .envp = envp.data(),
+                         .stdin_fd = child_in_fd,
+                         .output_fd = child_out.get(),
+                         .cwd_fd = cwd.get(),
+                         .report_fd = report.second.get(),
+                         .controlling_tty = request.pty && request.interactive,
+                         .max_fd = max_fd};
+
+    ChildTable& table = children();
+    // Held from the fork until the child is in the table: reap_children (on another thread)
+    // must not take it for an orphan and lose its status.
+    std::lock_guard lock(table.mu);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        return errno_error("spawn: fork", errno);
+    }
+    if (pid == 0) {
+        exec_child(plan);
+    }
+    child_out.reset();  // a PTY master sees EOF/EIO only once no slave is open
+    child_in.reset();
+    cwd.reset();
+    report.second.reset();
+
+    // EOF: execve succeeded (the report pipe closed on exec). A message: the child failed
+    // before running anything and exits 127.
+    std::array<int, 2> failure{};
+    const ssize_t n =
+        retry_eintr([&] { return ::read(report.first.get(), failure.data(), sizeof failure); });
+    if (n != 0) {
+        const int read_errno = errno;
+        if (n != static_cast<ssize_t>(sizeof failure)) {
+            (void)::kill(pid, SIGKILL);  // we cannot tell whether it runs: it must not
+        }
+        (void)retry_eintr([&] { return ::waitpid(pid, nullptr, 0); });
+        if (n < 0) {
+            return errno_error("spawn: read the child's report", read_errno);
+        }
+        if (n != static_cast<ssize_t>(sizeof failure)) {
+            return Error{Errc::kInternal, "spawn: the child sent a truncated report"};
+        }
+        return child_error(static_cast<ChildStage>(failure[0]), failure[1], name, request.cwd);
+    }
+
+    // Opened while the child is unreaped (the table lock is held), so the pid is still its.
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd && errno != ENOSYS && errno != EPERM) {
+        const int err = errno;
+        (void)::kill(-pid, SIGKILL);
+        (void)retry_eintr([&] { return ::waitpid(pid, nullptr, 0); });
+        return errno_error("spawn: pidfd_open", err);
+    }
+    table.leaders.emplace(pid, std::move(status.second));
+    SPDLOG_LOGGER_DEBUG(log::get("workspace"), "spawned pid={} exe={} pty={} interactive={}", pid,
+                        exe, request.pty, request.interactive);
+    spawned.pid = pid;
+    spawned.pidfd = std::move(pidfd);
+    spawned.status = std::move(status.first);
+    return spawned;
+}
+
+void LocalWorkspace::reap_children() {
+    ChildTable& table = children();
+    std::lock_guard lock(table.mu);
+    // Spawned leaders, each by its pid.
+    for (auto it = table.leaders.begin(); it != table.leaders.end();) {
+        int status = 0;
+        const pid_t pid = it->first;
+        const pid_t r = retry_eintr([&] { return ::waitpid(pid, &status, WNOHANG); });
+        if (r == pid) {
+            deliver_status(it->second.get(), status);
+            it = table.leaders.erase(it);
+        } else if (r < 0 && errno == ECHILD) {
+            // Reaped behind our back (SIGCHLD set to SIG_IGN): the status is lost, and the
+            // pipe closing without 4 bytes says so.
+            it = table.leaders.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    // Orphans reparented to this process (the worker is pid 1 of its namespace): peek at an
+    // exited child, then reap it only if no one else waits for it. A pending rg stops the
+    // loop (waitid always shows the same first zombie); run_rg reaps it shortly, and the next
+    // call takes the rest.
+    constexpr int kMaxOrphansPerCall = 4096;
+    for (int i = 0; i < kMaxOrphansPerCall; ++i) {
+        siginfo_t info{};
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+            break;
+        }
+        const pid_t pid = info.si_pid;
+        if (table.waited_elsewhere.contains(pid)) {
+            break;
+        }
+        int status = 0;
+        if (retry_eintr([&] { return ::waitpid(pid, &status, WNOHANG); }) != pid) {
+            break;
+        }
+        // A leader that exited since the loop above.
+        if (auto it = table.leaders.find(pid); it != table.leaders.end()) {
+            deliver_status(it->second.get(), status);
+            table.leaders.erase(it);
+        }
+    }
+}
+
+Result<bool> LocalWorkspace::signal_group(ProcessGroupRef group, int signal) {
+    const int pgid = group.pgid;
+    if (pgid <= 1 || pgid == ::getpgrp()) {
+        return Error{
+            Errc::kInvalidArgument,
+            fmt::format("refusing to signal process group {}: it is not a command's", pgid)};
+    }
+    if (signal < 0 || signal >= NSIG) {
+        return Error{Errc::kInvalidArgument, fmt::format("signal {} is out of range", signal)};
+    }
+    ChildTable& table = children();
+    // Held across the check and the kill: a tracked leader cannot be reaped meanwhile, and
+    // while it is unreaped no new process can take its pid, hence its group id.
+    std::lock_guard lock(table.mu);
+    if (!table.leaders.contains(pgid)) {
+        // The leader is gone: its id may be reused by a new process, but not as a group id
+        // while any member of the old group lives. (A member dying between this scan and the
+        // kill, and the id being reused within that window, would need the pid space to wrap.)
+        ASSIGN_OR_RETURN(bool alive, group_has_live_member(pgid));
+        if (!alive) {
+            return false;
+        }
+    }
+    if (::kill(-pgid, signal) == 0) {
+        return true;
+    }
+    if (errno == ESRCH) {
+        return false;
+    }
+    return errno_error(fmt::format("signal process group {}", pgid), errno);
+}
+
+Result<std::vector<std::string>> LocalWorkspace::path_commands() {
+    std::set<std::string> names;  // the kMaxPathCommands smallest
+    for (std::string_view dir_path : path_dirs(options_.path_env)) {
+        const std::string path(dir_path);
+        const int fd =
+            retry_eintr([&] { return ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
+        if (fd < 0) {
+            continue;  // a PATH entry that does not exist is common and harmless
+        }
+        std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(fd), &::closedir);
+        if (!dir) {
+            (void)::close(fd);
+            continue;
+        }
+        for (;;) {
+            const dirent* entry = ::readdir(dir.get());  // NOLINT(concurrency-mt-unsafe): ours
+            if (entry == nullptr) {
+                break;
+            }
+            const std::string_view name(entry->d_name);
+            if (name == "." || name == ".." || entry->d_type == DT_DIR) {
+                continue;
+            }
+            if (names.size() >= kMaxPathCommands && name >= *names.rbegin()) {
+                continue;
+            }
+            std::string owned(name);
+            if (names.contains(owned)) {
+                continue;
+            }
+            struct stat st {};
+            if (::fstatat(::dirfd(dir.get()), owned.c_str(), &st, 0) != 0 || !S_ISREG(st.st_mode) ||
+                ::faccessat(::dirfd(dir.get()), owned.c_str(), X_OK, 0) != 0) {
+                continue;
+            }
+            names.insert(std::move(owned));
+            if (names.size() > kMaxPathCommands) {
+                names.erase(std::prev(names.end()));
+            }
+        }
+    }
+    return std::vector<std::string>(names.begin(), names.end());
 }
 
 }  // namespace stockade::workspace

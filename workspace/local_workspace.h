@@ -6,9 +6,17 @@
 // with open_beneath (openat2 RESOLVE_BENEATH, or the O_NOFOLLOW walk), so neither a symlink nor
 // ".." reaches outside the root. The spill root is read-only: write and make_dirs on it fail
 // with kPermissionDenied before touching the disk.
+//
+// Children: spawn forks commands for the bash and process tools; their status pipes (and rg's
+// pid while run_rg waits for it) are kept in one process-wide table, since waitpid reaps per
+// process, not per object. reap_children collects exited children (and, where the worker is
+// pid 1 of its namespace, the orphans reparented to it) and delivers each spawned leader's
+// wait status.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -52,6 +60,27 @@ public:
     // timeout SIGKILLs the group. Output past max_output_bytes is read and dropped.
     Result<RgOutcome> run_rg(const RgRequest& request) override;
 
+    // fork + execve (see SpawnRequest): a new session, stdio dup'ed, signal dispositions and
+    // mask reset, cwd beneath the workspace root, every other descriptor closed. argv[0] is
+    // looked up on Options::path_env; the environment is the worker's plus request.env. An
+    // exec failure is reported here (through a CLOEXEC pipe), not as a child exiting 127.
+    Result<SpawnedProcess> spawn(const SpawnRequest& request) override;
+    // kill(-pgid) while the leader is unreaped (its pid cannot be reused meanwhile); after
+    // that only if /proc shows a live (non-zombie) member of the group. The epoch is ignored:
+    // whoever hands out epochs checks them.
+    Result<bool> signal_group(ProcessGroupRef group, int signal) override;
+    // Executable regular files (or symlinks to one) in the absolute directories of
+    // Options::path_env; the kMaxPathCommands smallest names.
+    Result<std::vector<std::string>> path_commands() override;
+
+    // Reaps every exited child without blocking: a spawned leader's wait status goes to its
+    // status pipe (4 bytes little-endian, then closed); other exited children — orphans that
+    // were reparented to this process — are reaped and dropped. rg's pid is left to run_rg.
+    // Thread-safe. serve_channel calls it on SIGCHLD and after each request.
+    void reap_children();
+
+    static constexpr size_t kMaxPathCommands = 20'000;
+
 private:
     struct RootDir {
         std::string path{};
@@ -64,6 +93,8 @@ private:
     Result<UniqueFd> resolve(Root root, std::string_view op, const std::string& path,
                              int flags) const;
     Result<std::string> find_rg() const;
+    // argv[0] as spawn executes it: unchanged when it has a '/', else found on path_env.
+    Result<std::string> find_command(const std::string& name) const;
 
     RootDir workspace_;
     RootDir spill_;

@@ -1,5 +1,8 @@
 #include "workspace/remote_workspace.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <fmt/format.h>
 
 namespace stockade::workspace {
@@ -21,6 +24,44 @@ Error invalid_reply(std::string_view why) {
 
 double seconds(std::chrono::milliseconds d) {
     return static_cast<double>(d.count()) / 1000.0;
+}
+
+enum class FdKind : uint8_t { kPipeToRead, kPipeToWrite, kPtyMaster };
+
+// A descriptor from the worker must be what the spawn reply says it is: a worker could
+// otherwise hand the supervisor a socket or a file to read "output" from, or keep a pipe's
+// write end and send its read end as the "input".
+Status check_fd(const UniqueFd& fd, FdKind kind, std::string_view what) {
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) {
+        return invalid_reply(
+            fmt::format("spawn {} descriptor: fstat: {}", what, errno_string(errno)));
+    }
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags < 0) {
+        return invalid_reply(
+            fmt::format("spawn {} descriptor: fcntl: {}", what, errno_string(errno)));
+    }
+    const int access = flags & O_ACCMODE;
+    bool ok = false;
+    switch (kind) {
+        case FdKind::kPipeToRead:
+            ok = S_ISFIFO(st.st_mode) && access == O_RDONLY;
+            break;
+        case FdKind::kPipeToWrite:
+            ok = S_ISFIFO(st.st_mode) && access == O_WRONLY;
+            break;
+        case FdKind::kPtyMaster:
+            ok = S_ISCHR(st.st_mode) && access == O_RDWR;
+            break;
+    }
+    if (!ok) {
+        return invalid_reply(fmt::format("spawn {} descriptor is not {}", what,
+                                         kind == FdKind::kPtyMaster    ? "a PTY master"
+                                         : kind == FdKind::kPipeToRead ? "a pipe's read end"
+                                                                       : "a pipe's write end"));
+    }
+    return {};
 }
 
 // What a reply must satisfy given the request it answers; the structural checks are in
@@ -81,6 +122,30 @@ Status check_reply(const channel::RequestArgs& request, const channel::ReplyValu
                 }
                 if (rg.timed_out != (rg.exit_code == -1)) {
                     return invalid_reply("rg exit code -1 and timed_out disagree");
+                }
+                return {};
+            },
+            [&](const SpawnRequest& a) -> Status {
+                const auto& p = std::get<SpawnedProcess>(value);
+                RETURN_IF_ERROR(
+                    check_fd(p.output, a.pty ? FdKind::kPtyMaster : FdKind::kPipeToRead, "output"));
+                RETURN_IF_ERROR(check_fd(p.status, FdKind::kPipeToRead, "status"));
+                const bool wants_input = a.interactive && !a.pty;
+                if (p.input.valid() != wants_input) {
+                    return invalid_reply(wants_input ? "spawn returned no input pipe"
+                                                     : "spawn returned an unasked-for input pipe");
+                }
+                if (wants_input) {
+                    RETURN_IF_ERROR(check_fd(p.input, FdKind::kPipeToWrite, "input"));
+                }
+                return {};
+            },
+            [&](const channel::CommandsArgs&) -> Status {
+                const auto& names = std::get<channel::CommandsResult>(value).names;
+                for (size_t i = 1; i < names.size(); ++i) {
+                    if (names[i] <= names[i - 1]) {
+                        return invalid_reply("command names are not sorted and unique");
+                    }
                 }
                 return {};
             },
@@ -187,11 +252,9 @@ Result<channel::ReplyValue> RemoteWorkspace::exchange_locked(const channel::Requ
     if (!received->has_value()) {
         return lost(Error{Errc::kUnavailable, "the channel closed"});
     }
-    if (!(*received)->fds.empty()) {
-        return break_locked(
-            invalid_reply(fmt::format("{} unexpected descriptors", (*received)->fds.size())));
-    }
-    auto reply = channel::decode_reply((*received)->frame, op);
+    // decode_reply takes the descriptors: kept by a spawn reply that announces them, closed
+    // otherwise (and the reply is then invalid).
+    auto reply = channel::decode_reply((*received)->frame, op, (*received)->fds);
     if (!reply) {
         if (reply.error().code == Errc::kFailedPrecondition) {
             return break_locked(
@@ -251,6 +314,22 @@ Result<std::vector<DirEntry>> RemoteWorkspace::list(Root root, const std::string
 Result<RgOutcome> RemoteWorkspace::run_rg(const RgRequest& request) {
     ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, request.timeout + options_.rg_grace));
     return std::get<RgOutcome>(std::move(v));
+}
+
+Result<SpawnedProcess> RemoteWorkspace::spawn(const SpawnRequest& request) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, options_.call_timeout));
+    return std::get<SpawnedProcess>(std::move(v));
+}
+
+Result<bool> RemoteWorkspace::signal_group(ProcessGroupRef group, int signal) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v,
+                     call(channel::SignalArgs{group.pgid, signal}, options_.call_timeout));
+    return std::get<channel::SignalResult>(v).delivered;
+}
+
+Result<std::vector<std::string>> RemoteWorkspace::path_commands() {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(channel::CommandsArgs{}, options_.call_timeout));
+    return std::move(std::get<channel::CommandsResult>(v).names);
 }
 
 }  // namespace stockade::workspace

@@ -4,11 +4,12 @@
 // The worker shares its sandbox with untrusted commands, so every reply is treated as data
 // from an adversary: the id must match, every field must have its type, and sizes must be
 // within what was asked (read <= max_bytes, list <= max_entries and sorted, rg output <=
-// max_output_bytes, a written file's size = the bytes sent). A violation fails the call with
-// kInternal "worker sent an invalid reply: ..." and breaks the channel: from then on every
-// call fails at once with kUnavailable "the sandbox worker is gone ...". A worker that dies or
-// stops answering mid-call (EOF, EPIPE, the call's deadline) gives kUnavailable "the sandbox
-// worker died ..." and breaks the channel too; the supervisor then starts a fresh worker.
+// max_output_bytes, a written file's size = the bytes sent, a spawn's descriptors as many as
+// announced and of the kinds asked for: a pipe or PTY master to read, a pipe to write). A violation
+// fails the call with kInternal "worker sent an invalid reply: ..." and breaks the channel: from
+// then on every call fails at once with kUnavailable "the sandbox worker is gone ...". A worker
+// that dies or stops answering mid-call (EOF, EPIPE, the call's deadline) gives kUnavailable "the
+// sandbox worker died ..." and breaks the channel too; the supervisor then starts a fresh worker.
 // Errors the worker reports for the operation itself (kNotFound, ...) pass through unchanged
 // and leave the channel usable.
 //
@@ -56,6 +57,11 @@ public:
     Result<std::vector<DirEntry>> list(Root root, const std::string& path,
                                        size_t max_entries) override;
     Result<RgOutcome> run_rg(const RgRequest& request) override;
+    // SpawnedProcess::epoch is left 0: the owner of the worker sets it (SessionWorker).
+    Result<SpawnedProcess> spawn(const SpawnRequest& request) override;
+    // The group's epoch is not sent: the worker has one epoch, and the owner checks it.
+    Result<bool> signal_group(ProcessGroupRef group, int signal) override;
+    Result<std::vector<std::string>> path_commands() override;
 
 private:
     // One exchange, after the hello if there was none. Preconditions: none (takes mu_).

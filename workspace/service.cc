@@ -1,10 +1,20 @@
 #include "workspace/service.h"
 
 #include <malloc.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/signalfd.h>
+
+#include <array>
+#include <csignal>
 
 #include <fmt/format.h>
 
+#include "common/defer.h"
 #include "common/log.h"
+#include "common/result.h"
+#include "common/syscall.h"
+#include "common/unique_fd.h"
 #include "workspace/channel.h"
 
 namespace stockade::workspace {
@@ -46,28 +56,104 @@ Result<channel::ReplyValue> dispatch(Workspace& ws, channel::RequestArgs& args) 
                 return as_reply(ws.list(a.root, a.path, static_cast<size_t>(a.max_entries)));
             },
             [&](RgRequest& a) { return as_reply(ws.run_rg(a)); },
+            [&](SpawnRequest& a) { return as_reply(ws.spawn(a)); },
+            [&](SignalArgs& a) -> Result<ReplyValue> {
+                ASSIGN_OR_RETURN(
+                    bool delivered,
+                    ws.signal_group(ProcessGroupRef{.epoch = 0, .pgid = a.pgid}, a.signal));
+                return ReplyValue{SignalResult{delivered}};
+            },
+            [&](CommandsArgs&) -> Result<ReplyValue> {
+                ASSIGN_OR_RETURN(std::vector<std::string> names, ws.path_commands());
+                return ReplyValue{CommandsResult{std::move(names)}};
+            },
         },
         args);
 }
 
-// Encodes a reply; one too large to send becomes an error reply with the same id.
-Result<std::string> encode_or_fail(const channel::Reply& reply) {
+// Encodes a reply; one that cannot be sent becomes an error reply with the same id (which
+// drops, and closes, any descriptors the result held).
+Result<std::string> encode_or_fail(channel::Reply& reply) {
     auto frame = channel::encode_reply(reply);
     if (frame || !reply.result) {
         return frame;
     }
-    return channel::encode_reply(channel::Reply{reply.id, std::move(frame).error().wrap("reply")});
+    reply = channel::Reply{reply.id, std::move(frame).error().wrap("reply")};
+    return channel::encode_reply(reply);
+}
+
+// Reads every queued SIGCHLD off the (non-blocking) signalfd: one wakeup, one reap.
+void drain_signalfd(int fd) {
+    signalfd_siginfo info{};
+    while (retry_eintr([&] { return ::read(fd, &info, sizeof info); }) ==
+           static_cast<ssize_t>(sizeof info)) {
+    }
 }
 
 }  // namespace
 
 constexpr size_t kTrimAfterBytes = size_t{1} << 20;
 
-int serve_channel(int fd, Workspace& ws) {
+int serve_channel(int fd, LocalWorkspace& ws) {
+    return serve_channel(fd, ws, [&ws] { ws.reap_children(); });
+}
+
+int serve_channel(int fd, Workspace& ws, std::function<void()> on_child_exit) {
     auto log = log::get("workspace");
+    const bool reaps = static_cast<bool>(on_child_exit);
+    auto reap = [&] {
+        if (reaps) {
+            on_child_exit();
+        }
+    };
+    // SIGCHLD is taken through a signalfd, so it must stay pending rather than be delivered
+    // (its default action discards it). Children get an empty mask back from spawn.
+    sigset_t sigchld_set;
+    sigemptyset(&sigchld_set);
+    sigaddset(&sigchld_set, SIGCHLD);
+    sigset_t old_mask;
+    sigemptyset(&old_mask);
+    bool mask_changed = false;
+    UniqueFd sigchld;
+    if (reaps) {
+        mask_changed = ::pthread_sigmask(SIG_BLOCK, &sigchld_set, &old_mask) == 0;
+        sigchld.reset(::signalfd(-1, &sigchld_set, SFD_NONBLOCK | SFD_CLOEXEC));
+        if (!sigchld) {
+            SPDLOG_LOGGER_WARN(log, "worker: no signalfd ({}): reaping children every {} ms",
+                               errno_string(errno), kReapIntervalMs);
+        }
+    }
+    Defer restore_mask{[&] {
+        if (mask_changed) {
+            (void)::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+        }
+    }};
+
     bool greeted = false;
     uint64_t served = 0;
     for (;;) {
+        if (reaps) {
+            // Idle: wait for a request or a child's exit, whichever comes first.
+            std::array<pollfd, 2> fds{pollfd{fd, POLLIN, 0}, pollfd{sigchld.get(), POLLIN, 0}};
+            const nfds_t count = sigchld ? 2 : 1;
+            const int ready = ::poll(fds.data(), count, sigchld ? -1 : kReapIntervalMs);
+            if (ready < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                SPDLOG_LOGGER_ERROR(log, "worker channel: poll: {}", errno_string(errno));
+                return 1;
+            }
+            if (count == 2 && fds[1].revents != 0) {
+                drain_signalfd(sigchld.get());
+                reap();
+            } else if (ready == 0) {
+                reap();
+            }
+            if (fds[0].revents == 0) {
+                continue;
+            }
+        }
         auto received = channel::recv_frame(fd);
         if (!received) {
             SPDLOG_LOGGER_ERROR(log, "worker channel closed: {} served={}",
@@ -111,10 +197,13 @@ int serve_channel(int fd, Workspace& ws) {
                                 encoded.error().message);
             return 1;
         }
-        if (auto sent = channel::send_frame(fd, *encoded); !sent) {
+        // A spawn's descriptors go to the supervisor; the worker's copies close with `reply`.
+        const std::vector<int> reply_fds = channel::reply_fds(reply);
+        if (auto sent = channel::send_frame(fd, *encoded, reply_fds); !sent) {
             SPDLOG_LOGGER_ERROR(log, "worker channel: {}", sent.error().message);
             return 1;
         }
+        reap();
         // The worker idles for most of a session: after a large file went through, give the
         // memory back instead of keeping glibc's high-water mark.
         if (frame.payload.size() + encoded->size() > kTrimAfterBytes) {

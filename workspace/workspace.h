@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace stockade::workspace {
 
@@ -79,6 +80,45 @@ struct RgOutcome {
     bool timed_out = false;
 };
 
+// One command started in the sandbox for the `bash` and `process` tools (DESIGN.md §1). The
+// child runs in its own session and process group (pgid = sid = pid), with the worker's
+// environment plus `env`, cwd beneath the workspace root, signals reset to their defaults.
+struct SpawnRequest {
+    // argv[0] without a '/' is looked up on the worker's PATH; not found → kNotFound with the
+    // message "<argv[0]>: command not found".
+    std::vector<std::string> argv{};
+    std::string cwd{};               // relative to the workspace root, "" = the root itself
+    std::vector<std::string> env{};  // NAME=VALUE entries added to (or replacing in) the env
+    // Output on a new PTY from the sandbox's own devpts (stdout and stderr both the slave);
+    // otherwise stdout and stderr share one pipe (interleaved as written).
+    bool pty = false;
+    // With pty: the slave is also stdin and the controlling terminal (REPLs, `bash -i`,
+    // Ctrl-C through the line discipline). Without pty: stdin is a pipe. When false, stdin is
+    // /dev/null and there is no controlling terminal (so nothing can block on /dev/tty).
+    bool interactive = false;
+    uint16_t rows = 50;  // PTY window size
+    uint16_t cols = 200;
+};
+
+struct SpawnedProcess {
+    int pid = 0;  // the leader's pid in the sandbox's pid namespace; also its pgid and sid
+    // Set by whoever owns the worker (SessionWorker: its generation) so that a later
+    // signal_group cannot reach a process of another worker; LocalWorkspace leaves it 0.
+    uint64_t epoch = 0;
+    UniqueFd output{};  // read end of the stdout+stderr pipe, or the PTY master (read/write)
+    UniqueFd input{};   // write end of the stdin pipe (interactive without pty), else invalid
+    UniqueFd pidfd{};   // the leader's pidfd; invalid where pidfd_open is unavailable
+    // When the worker reaps the leader it writes its wait status here (4 bytes, int32
+    // little-endian, as waitpid returns it) and closes it. EOF without 4 bytes: the worker
+    // died first, the status is unknown.
+    UniqueFd status{};
+};
+
+struct ProcessGroupRef {
+    uint64_t epoch = 0;
+    int pgid = 0;  // a SpawnedProcess::pid
+};
+
 class Workspace {
 public:
     virtual ~Workspace() = default;
@@ -101,6 +141,17 @@ public:
     virtual Result<std::vector<DirEntry>> list(Root root, const std::string& path,
                                                size_t max_entries) = 0;
     virtual Result<RgOutcome> run_rg(const RgRequest& request) = 0;
+
+    // Starts a command (see SpawnRequest). The caller owns every descriptor returned; the
+    // worker keeps none of them but the status pipe's write end.
+    virtual Result<SpawnedProcess> spawn(const SpawnRequest& request) = 0;
+    // Sends `signal` to the process group. true: at least one process was signalled; false:
+    // the group has no member left (also for a group of another epoch). Groups <= 1 and the
+    // worker's own are refused (kInvalidArgument). A group whose leader was already reaped is
+    // signalled only if a live member still holds its id, so a recycled pid is never hit.
+    virtual Result<bool> signal_group(ProcessGroupRef group, int signal) = 0;
+    // Names of the executables on the worker's PATH, sorted, unique (for "Did you mean …?").
+    virtual Result<std::vector<std::string>> path_commands() = 0;
 };
 
 // Normalises a model-supplied path against the roots: absolute paths must lie beneath a root's

@@ -293,6 +293,13 @@ public:
 private:
     std::string ws_dir_;
     std::string spill_dir_;
+    // Commands are not this fake's business: the bash/process tools are tested against the
+    // real ProcessManager over a LocalWorkspace.
+    Result<workspace::SpawnedProcess> spawn(const workspace::SpawnRequest&) override {
+        return Error{Errc::kUnavailable, "TempWorkspace runs no commands"};
+    }
+    Result<bool> signal_group(workspace::ProcessGroupRef, int) override { return false; }
+    Result<std::vector<std::string>> path_commands() override { return std::vector<std::string>{}; }
 };
 
 // Spills into the fake's spill directory as <tool>-<call>.txt.

@@ -1,12 +1,15 @@
 #include "workspace/channel.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -683,6 +686,388 @@ INSTANTIATE_TEST_SUITE_P(
                                          "",
                                          "\"error\" must be an object"},
                         Op::kRead)),
+    [](const auto& p) { return std::string(std::get<0>(p.param).name); });
+
+// ---- spawn, signal, commands ---------------------------------------------------------------
+
+json spawn_request(json overrides = json::object()) {
+    json h{{"v", 1},        {"id", 1},
+           {"op", "spawn"}, {"argv", {"sh", "-c", "true"}},
+           {"cwd", ""},     {"env", json::array()},
+           {"pty", false},  {"interactive", false},
+           {"rows", 50},    {"cols", 200}};
+    h.update(overrides);
+    return h;
+}
+
+TEST(ChannelRequestTest, SpawnSignalAndCommandsRoundTrip) {
+    {
+        SpawnRequest spawn{.argv = {"bash", "-c", "echo \"$X\""},
+                           .cwd = "src/sub",
+                           .env = {"X=1", "EMPTY="},
+                           .pty = true,
+                           .interactive = true,
+                           .rows = 1,
+                           .cols = kMaxPtyDimension};
+        auto r = round_trip(Request{9, spawn});
+        ASSERT_THAT(r, IsOk());
+        EXPECT_EQ(op_of(r->args), Op::kSpawn);
+        const auto& a = std::get<SpawnRequest>(r->args);
+        EXPECT_EQ(a.argv, spawn.argv);
+        EXPECT_EQ(a.cwd, "src/sub");
+        EXPECT_EQ(a.env, spawn.env);
+        EXPECT_TRUE(a.pty);
+        EXPECT_TRUE(a.interactive);
+        EXPECT_EQ(a.rows, 1);
+        EXPECT_EQ(a.cols, kMaxPtyDimension);
+    }
+    {
+        auto r = round_trip(Request{10, SignalArgs{.pgid = kMaxPid, .signal = 9}});
+        ASSERT_THAT(r, IsOk());
+        EXPECT_EQ(std::get<SignalArgs>(r->args).pgid, kMaxPid);
+        EXPECT_EQ(std::get<SignalArgs>(r->args).signal, 9);
+        // pgid 0 and 1 travel: refusing them is the worker's decision, with its own message.
+        EXPECT_THAT(round_trip(Request{11, SignalArgs{.pgid = 1, .signal = 0}}), IsOk());
+    }
+    {
+        auto r = round_trip(Request{12, CommandsArgs{}});
+        ASSERT_THAT(r, IsOk());
+        EXPECT_EQ(op_of(r->args), Op::kCommands);
+    }
+}
+
+TEST(ChannelRequestTest, EncodeRefusesSpawnAndSignalRequestsOutsideTheLimits) {
+    auto refused = [](RequestArgs args) {
+        return encode_request(Request{1, std::move(args)});
+    };
+    EXPECT_THAT(refused(SpawnRequest{}), HasErrc(Errc::kInvalidArgument));  // no argv
+    EXPECT_THAT(refused(SpawnRequest{.argv = std::vector<std::string>(kMaxSpawnArgs + 1, "x")}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {std::string(kMaxSpawnArgBytes + 1, 'x')}}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {std::string("a\0b", 3)}}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"}, .env = {"NOEQUALS"}}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"}, .env = {"=value"}}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"}, .env = {std::string("A=\0", 3)}}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"},
+                                     .env = std::vector<std::string>(kMaxSpawnEnv + 1, "A=1")}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"}, .cwd = std::string("a\0", 2)}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"}, .rows = 0}), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SpawnRequest{.argv = {"x"}, .cols = kMaxPtyDimension + 1}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SignalArgs{.pgid = -1, .signal = 9}), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SignalArgs{.pgid = kMaxPid + 1, .signal = 9}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SignalArgs{.pgid = 5, .signal = kMaxSignal + 1}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(refused(SignalArgs{.pgid = 5, .signal = -1}), HasErrc(Errc::kInvalidArgument));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NewOps, ChannelMalformedRequestTest,
+    ::testing::Values(
+        MalformedMessage{"SpawnArgvMissing",
+                         [] {
+                             json h = spawn_request();
+                             h.erase("argv");
+                             return h;
+                         }(),
+                         "", "\"argv\" is missing"},
+        MalformedMessage{"SpawnArgvNotArray", spawn_request({{"argv", "sh"}}), "",
+                         "\"argv\" must be an array"},
+        MalformedMessage{"SpawnArgvNotStrings", spawn_request({{"argv", {"sh", 1}}}), "",
+                         "\"argv\" must hold only strings"},
+        MalformedMessage{"SpawnArgvEmpty", spawn_request({{"argv", json::array()}}), "",
+                         "spawn with 0 arguments"},
+        MalformedMessage{
+            "SpawnArgvTooMany",
+            spawn_request({{"argv", std::vector<std::string>(kMaxSpawnArgs + 1, "x")}}), "",
+            "above the limit"},
+        MalformedMessage{"SpawnEnvWithoutEquals", spawn_request({{"env", {"PATH"}}}), "",
+                         "not NAME=VALUE"},
+        MalformedMessage{"SpawnPtyNotBool", spawn_request({{"pty", 1}}), "",
+                         "\"pty\" must be a boolean"},
+        MalformedMessage{"SpawnRowsZero", spawn_request({{"rows", 0}}), "", "PTY size 0x200"},
+        MalformedMessage{"SpawnColsTooLarge", spawn_request({{"cols", 100000}}), "",
+                         "\"cols\" is 100000, above the limit"},
+        MalformedMessage{"SpawnRowsNegative", spawn_request({{"rows", -1}}), "",
+                         "\"rows\" must be an unsigned integer"},
+        MalformedMessage{"SpawnWithPayload", spawn_request(), "xx", "unexpected payload"},
+        MalformedMessage{"SignalTooHigh",
+                         {{"v", 1}, {"id", 1}, {"op", "signal"}, {"pgid", 5}, {"signal", 65}},
+                         "",
+                         "\"signal\" is 65, above the limit"},
+        MalformedMessage{"SignalNegativePgid",
+                         {{"v", 1}, {"id", 1}, {"op", "signal"}, {"pgid", -5}, {"signal", 9}},
+                         "",
+                         "\"pgid\" must be an unsigned integer"},
+        MalformedMessage{
+            "SignalHugePgid",
+            {{"v", 1}, {"id", 1}, {"op", "signal"}, {"pgid", 1ULL << 40}, {"signal", 9}},
+            "",
+            "\"pgid\""},
+        MalformedMessage{"CommandsWithPayload",
+                         {{"v", 1}, {"id", 1}, {"op", "commands"}},
+                         "x",
+                         "unexpected payload"}),
+    [](const auto& p) { return std::string(p.param.name); });
+
+// A pipe whose ends stand in for a spawn's descriptors; dup()s play the received copies.
+struct FakeSpawnFds {
+    FakeSpawnFds() {
+        for (auto* pair : {&output, &status, &input, &pidfd}) {
+            auto p = make_pipe();
+            EXPECT_THAT(p, IsOk());
+            *pair = std::move(*p);
+        }
+    }
+    FdPair output;
+    FdPair status;
+    FdPair input;
+    FdPair pidfd;
+};
+
+ino_t inode_of(int fd) {
+    struct stat st {};
+    EXPECT_EQ(::fstat(fd, &st), 0);
+    return st.st_ino;
+}
+
+std::vector<UniqueFd> dup_all(const std::vector<int>& fds) {
+    std::vector<UniqueFd> out;
+    for (int fd : fds) {
+        out.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    }
+    return out;
+}
+
+TEST(ChannelReplyTest, ASpawnReplyCarriesItsDescriptorsInOrder) {
+    FdLeakChecker leaks;
+    FakeSpawnFds fake;
+    for (bool with_optional : {true, false}) {
+        SpawnedProcess p;
+        p.pid = 1234;
+        p.output = UniqueFd(::dup(fake.output.first.get()));
+        p.status = UniqueFd(::dup(fake.status.first.get()));
+        if (with_optional) {
+            p.input = UniqueFd(::dup(fake.input.second.get()));
+            p.pidfd = UniqueFd(::dup(fake.pidfd.first.get()));
+        }
+        Reply reply{5, ReplyValue{std::move(p)}};
+        auto encoded = encode_reply(reply);
+        ASSERT_THAT(encoded, IsOk());
+        const std::vector<int> fds = reply_fds(reply);
+        const auto& sent = std::get<SpawnedProcess>(*reply.result);
+        std::vector<int> expected{sent.output.get(), sent.status.get()};
+        if (with_optional) {
+            expected.push_back(sent.input.get());
+            expected.push_back(sent.pidfd.get());
+        }
+        EXPECT_EQ(fds, expected);
+
+        auto frame = decode_frame(bytes_of(*encoded));
+        ASSERT_THAT(frame, IsOk());
+        std::vector<UniqueFd> received = dup_all(fds);
+        auto decoded = decode_reply(*frame, Op::kSpawn, received);
+        EXPECT_TRUE(received.empty());
+        ASSERT_THAT(decoded, IsOk());
+        ASSERT_THAT(decoded->result, IsOk());
+        const auto& got = std::get<SpawnedProcess>(*decoded->result);
+        EXPECT_EQ(decoded->id, 5U);
+        EXPECT_EQ(got.pid, 1234);
+        EXPECT_EQ(got.epoch, 0U);
+        EXPECT_EQ(inode_of(got.output.get()), inode_of(fake.output.first.get()));
+        EXPECT_EQ(inode_of(got.status.get()), inode_of(fake.status.first.get()));
+        EXPECT_EQ(got.input.valid(), with_optional);
+        EXPECT_EQ(got.pidfd.valid(), with_optional);
+        if (with_optional) {
+            EXPECT_EQ(inode_of(got.input.get()), inode_of(fake.input.second.get()));
+            EXPECT_EQ(inode_of(got.pidfd.get()), inode_of(fake.pidfd.first.get()));
+        }
+    }
+    // Replies without descriptors attach none.
+    EXPECT_TRUE(reply_fds(Reply{1, ReplyValue{HelloResult{}}}).empty());
+    EXPECT_TRUE(reply_fds(Reply{1, Error{Errc::kNotFound, "x"}}).empty());
+}
+
+TEST(ChannelReplyTest, ASpawnReplyWithAnotherNumberOfDescriptorsIsMalformed) {
+    FdLeakChecker leaks;
+    FakeSpawnFds fake;
+    const int a = fake.output.first.get();
+    const int b = fake.status.first.get();
+    struct Case {
+        json header;
+        std::vector<int> fds;
+        const char* message;
+    };
+    const json base{{"v", 1}, {"id", 1}, {"ok", true}, {"pid", 99}};
+    auto with = [&](bool input, bool pidfd) {
+        json h = base;
+        h["has_input"] = input;
+        h["has_pidfd"] = pidfd;
+        return h;
+    };
+    for (const Case& c : {
+             Case{with(false, false), {}, "announces 2 descriptors but carries 0"},
+             Case{with(false, false), {a}, "announces 2 descriptors but carries 1"},
+             Case{with(false, false), {a, b, a}, "announces 2 descriptors but carries 3"},
+             Case{with(true, false), {a, b}, "announces 3 descriptors but carries 2"},
+             Case{with(true, true), {a, b, a}, "announces 4 descriptors but carries 3"},
+         }) {
+        auto frame = decode_frame(bytes_of(raw_frame(c.header)));
+        ASSERT_THAT(frame, IsOk());
+        std::vector<UniqueFd> received = dup_all(c.fds);
+        auto r = decode_reply(*frame, Op::kSpawn, received);
+        ASSERT_THAT(r, HasErrc(Errc::kInvalidArgument)) << c.header.dump();
+        EXPECT_THAT(r.error().message, HasSubstr(c.message));
+        EXPECT_TRUE(received.empty()) << "decode_reply takes (and closes) every descriptor";
+    }
+    // Without descriptors at all, a spawn reply cannot decode.
+    auto frame = decode_frame(bytes_of(raw_frame(with(false, false))));
+    ASSERT_THAT(frame, IsOk());
+    EXPECT_THAT(decode_reply(*frame, Op::kSpawn), HasErrc(Errc::kInvalidArgument));
+
+    // Descriptors on any other reply, or on an error reply, are malformed too.
+    for (auto [header, op] :
+         {std::pair{json{{"v", 1}, {"id", 1}, {"ok", true}}, Op::kHello},
+          std::pair{json{{"v", 1}, {"id", 1}, {"ok", true}, {"delivered", true}}, Op::kSignal},
+          std::pair{json{{"v", 1},
+                         {"id", 1},
+                         {"ok", false},
+                         {"error", {{"code", "not-found"}, {"message", "x"}, {"errno", 0}}}},
+                    Op::kSpawn}}) {
+        auto f = decode_frame(bytes_of(raw_frame(header)));
+        ASSERT_THAT(f, IsOk());
+        std::vector<UniqueFd> received = dup_all({a});
+        auto r = decode_reply(*f, op, received);
+        ASSERT_THAT(r, HasErrc(Errc::kInvalidArgument));
+        EXPECT_THAT(r.error().message, HasSubstr("1 unexpected descriptors"));
+        EXPECT_TRUE(received.empty());
+    }
+}
+
+TEST(ChannelReplyTest, EncodeRefusesASpawnResultWithoutItsDescriptors) {
+    FakeSpawnFds fake;
+    SpawnedProcess no_status;
+    no_status.pid = 10;
+    no_status.output = UniqueFd(::dup(fake.output.first.get()));
+    EXPECT_THAT(encode_reply(Reply{1, ReplyValue{std::move(no_status)}}),
+                HasErrc(Errc::kInvalidArgument));
+    SpawnedProcess bad_pid;
+    bad_pid.pid = 1;
+    bad_pid.output = UniqueFd(::dup(fake.output.first.get()));
+    bad_pid.status = UniqueFd(::dup(fake.status.first.get()));
+    EXPECT_THAT(encode_reply(Reply{1, ReplyValue{std::move(bad_pid)}}),
+                HasErrc(Errc::kInvalidArgument));
+}
+
+TEST(ChannelReplyTest, SignalAndCommandsResultsRoundTrip) {
+    for (bool delivered : {true, false}) {
+        auto r = round_trip(Reply{1, ReplyValue{SignalResult{delivered}}}, Op::kSignal);
+        ASSERT_THAT(r, IsOk());
+        ASSERT_THAT(r->result, IsOk());
+        EXPECT_EQ(std::get<SignalResult>(*r->result).delivered, delivered);
+    }
+    // Names that are not UTF-8 are replaced, then sorted and deduplicated again.
+    auto r =
+        round_trip(Reply{2, ReplyValue{CommandsResult{{"a\xff", "a\xfe", "b", "python3", "sh"}}}},
+                   Op::kCommands);
+    ASSERT_THAT(r, IsOk());
+    ASSERT_THAT(r->result, IsOk());
+    EXPECT_THAT(std::get<CommandsResult>(*r->result).names,
+                ::testing::ElementsAre("a\xef\xbf\xbd", "b", "python3", "sh"));
+    EXPECT_THAT(
+        encode_reply(Reply{
+            3, ReplyValue{CommandsResult{std::vector<std::string>(kMaxCommandNames + 1, "x")}}}),
+        IsOk());  // duplicates collapse
+    std::vector<std::string> many;
+    for (size_t i = 0; i <= kMaxCommandNames; ++i) {
+        many.push_back(fmt::format("c{}", i));
+    }
+    EXPECT_THAT(encode_reply(Reply{3, ReplyValue{CommandsResult{many}}}),
+                HasErrc(Errc::kInvalidArgument));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NewOps, ChannelMalformedReplyTest,
+    ::testing::Values(
+        std::make_tuple(MalformedMessage{"SpawnPidOne",
+                                         {{"v", 1},
+                                          {"id", 1},
+                                          {"ok", true},
+                                          {"pid", 1},
+                                          {"has_input", false},
+                                          {"has_pidfd", false}},
+                                         "",
+                                         "spawn pid 1 is out of range"},
+                        Op::kSpawn),
+        std::make_tuple(MalformedMessage{"SpawnPidAboveTheLimit",
+                                         {{"v", 1},
+                                          {"id", 1},
+                                          {"ok", true},
+                                          {"pid", kMaxPid + 1},
+                                          {"has_input", false},
+                                          {"has_pidfd", false}},
+                                         "",
+                                         "\"pid\" is 4194305, above the limit"},
+                        Op::kSpawn),
+        std::make_tuple(MalformedMessage{"SpawnPidNegative",
+                                         {{"v", 1},
+                                          {"id", 1},
+                                          {"ok", true},
+                                          {"pid", -3},
+                                          {"has_input", false},
+                                          {"has_pidfd", false}},
+                                         "",
+                                         "\"pid\" must be an unsigned integer"},
+                        Op::kSpawn),
+        std::make_tuple(
+            MalformedMessage{"SpawnHasInputMissing",
+                             {{"v", 1}, {"id", 1}, {"ok", true}, {"pid", 5}, {"has_pidfd", false}},
+                             "",
+                             "\"has_input\" is missing"},
+            Op::kSpawn),
+        std::make_tuple(MalformedMessage{"SignalDeliveredNotBool",
+                                         {{"v", 1}, {"id", 1}, {"ok", true}, {"delivered", 1}},
+                                         "",
+                                         "\"delivered\" must be a boolean"},
+                        Op::kSignal),
+        std::make_tuple(MalformedMessage{"CommandsNameWithSlash",
+                                         {{"v", 1}, {"id", 1}, {"ok", true}, {"names", {"a/b"}}},
+                                         "",
+                                         "not a single path component"},
+                        Op::kCommands),
+        std::make_tuple(MalformedMessage{"CommandsNameEmpty",
+                                         {{"v", 1}, {"id", 1}, {"ok", true}, {"names", {""}}},
+                                         "",
+                                         "not a single path component"},
+                        Op::kCommands),
+        std::make_tuple(MalformedMessage{"CommandsNotStrings",
+                                         {{"v", 1}, {"id", 1}, {"ok", true}, {"names", {1}}},
+                                         "",
+                                         "must hold only strings"},
+                        Op::kCommands),
+        std::make_tuple(MalformedMessage{"CommandsTooMany",
+                                         {{"v", 1},
+                                          {"id", 1},
+                                          {"ok", true},
+                                          {"names",
+                                           std::vector<std::string>(kMaxCommandNames + 1, "x")}},
+                                         "",
+                                         "above the limit"},
+                        Op::kCommands),
+        std::make_tuple(
+            MalformedMessage{"CommandsWithPayload",
+                             {{"v", 1}, {"id", 1}, {"ok", true}, {"names", json::array()}},
+                             "x",
+                             "unexpected payload"},
+            Op::kCommands)),
     [](const auto& p) { return std::string(std::get<0>(p.param).name); });
 
 // ---- Over a socket --------------------------------------------------------------------------

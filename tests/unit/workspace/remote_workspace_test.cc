@@ -1,9 +1,15 @@
 #include "workspace/remote_workspace.h"
 
+#include <poll.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -25,6 +31,7 @@ using nlohmann::json;
 using stockade::testing::FdLeakChecker;
 using stockade::testing::HasErrc;
 using stockade::testing::IsOk;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::raw_frame;
@@ -180,6 +187,131 @@ TEST_F(RemoteWorkspaceTest, ConcurrentCallsAreSerialised) {
     }
     threads.clear();
     EXPECT_EQ(failures.load(), 0);
+}
+
+// ---- Commands through the real service ------------------------------------------------------
+
+// Reads `fd` to EOF (or EIO: a PTY master whose slave is closed), for at most 5 s.
+std::string read_to_eof(int fd) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < deadline) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) {
+            continue;
+        }
+        char buf[4096];
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n > 0) {
+            out.append(buf, static_cast<size_t>(n));
+        } else if (n == 0 || errno == EIO) {
+            return out;
+        } else if (errno != EINTR) {
+            break;
+        }
+    }
+    ADD_FAILURE() << "no EOF within 5 s; got: " << out;
+    return out;
+}
+
+// The 4-byte wait status the worker writes when it reaps the leader; nothing else is asked of
+// the worker meanwhile, so it comes from the service's own reaping.
+std::optional<int> await_status(int fd) {
+    std::string bytes = read_to_eof(fd);
+    if (bytes.size() != 4) {
+        ADD_FAILURE() << "status of " << bytes.size() << " bytes";
+        return std::nullopt;
+    }
+    uint32_t raw = 0;
+    for (unsigned i = 0; i < 4; ++i) {
+        raw |= uint32_t{static_cast<unsigned char>(bytes[i])} << (8U * i);
+    }
+    return static_cast<int>(raw);
+}
+
+// The worker is single-threaded and serve_channel blocks SIGCHLD. Here the test's own thread
+// must block it too: a thread that leaves SIGCHLD unblocked may take (and discard) it before
+// the service's signalfd sees it.
+class BlockSigchld {
+public:
+    BlockSigchld() {
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGCHLD);
+        EXPECT_EQ(::pthread_sigmask(SIG_BLOCK, &set, &old_), 0);
+    }
+    ~BlockSigchld() { ::pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+    BlockSigchld(const BlockSigchld&) = delete;
+    BlockSigchld& operator=(const BlockSigchld&) = delete;
+
+private:
+    sigset_t old_{};
+};
+
+TEST_F(RemoteWorkspaceTest, SpawnRoundTripsAndTheServiceReapsWhileIdle) {
+    BlockSigchld block;
+    // The sleep outlasts the reap that follows each request: the status comes from SIGCHLD.
+    auto p = remote_->spawn(SpawnRequest{.argv = {"sh", "-c", "sleep 0.2; echo hi; exit 3"}});
+    ASSERT_THAT(p, IsOk());
+    EXPECT_GT(p->pid, 1);
+    EXPECT_EQ(p->epoch, 0U);
+    EXPECT_TRUE(p->status.valid());
+    EXPECT_FALSE(p->input.valid());
+    EXPECT_EQ(read_to_eof(p->output.get()), "hi\n");
+    auto status = await_status(p->status.get());
+    ASSERT_TRUE(status.has_value());
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 3) << *status;
+    if (p->pidfd) {
+        pollfd pfd{p->pidfd.get(), POLLIN, 0};
+        EXPECT_EQ(::poll(&pfd, 1, 1000), 1);
+    }
+    EXPECT_FALSE(remote_->broken());
+}
+
+TEST_F(RemoteWorkspaceTest, StdinPtySignalsAndCommandsRoundTrip) {
+    BlockSigchld block;
+    // The worker keeps no copy of the input pipe: closing ours ends cat's input.
+    auto cat = remote_->spawn(SpawnRequest{.argv = {"cat"}, .interactive = true});
+    ASSERT_THAT(cat, IsOk());
+    ASSERT_TRUE(cat->input.valid());
+    ASSERT_THAT(write_all(cat->input.get(), "abc"), IsOk());
+    cat->input.reset();
+    EXPECT_EQ(read_to_eof(cat->output.get()), "abc");
+    auto cat_status = await_status(cat->status.get());
+    EXPECT_TRUE(cat_status && WIFEXITED(*cat_status) && WEXITSTATUS(*cat_status) == 0);
+
+    auto sleeper = remote_->spawn(SpawnRequest{.argv = {"sleep", "100"}, .pty = true});
+    ASSERT_THAT(sleeper, IsOk());
+    EXPECT_EQ(::isatty(sleeper->output.get()), 1);
+    auto probe = remote_->signal_group(ProcessGroupRef{.pgid = sleeper->pid}, 0);
+    ASSERT_THAT(probe, IsOk());
+    EXPECT_TRUE(*probe);
+    auto killed = remote_->signal_group(ProcessGroupRef{.pgid = sleeper->pid}, SIGKILL);
+    ASSERT_THAT(killed, IsOk());
+    EXPECT_TRUE(*killed);
+    auto status = await_status(sleeper->status.get());
+    EXPECT_TRUE(status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGKILL);
+    auto again = remote_->signal_group(ProcessGroupRef{.pgid = sleeper->pid}, SIGKILL);
+    ASSERT_THAT(again, IsOk());
+    EXPECT_FALSE(*again);
+
+    // The worker's errors pass through and keep the channel.
+    auto init = remote_->signal_group(ProcessGroupRef{.pgid = 1}, SIGKILL);
+    EXPECT_THAT(init, HasErrc(Errc::kInvalidArgument));
+    auto missing = remote_->spawn(SpawnRequest{.argv = {"stockade-no-such-command"}});
+    ASSERT_THAT(missing, HasErrc(Errc::kNotFound));
+    EXPECT_EQ(missing.error().message, "stockade-no-such-command: command not found");
+    tmp_.symlink("ws/escape", "../outside");
+    EXPECT_THAT(remote_->spawn(SpawnRequest{.argv = {"true"}, .cwd = "escape"}),
+                HasErrc(Errc::kPermissionDenied));
+    EXPECT_THAT(remote_->spawn(SpawnRequest{.argv = {"true"}, .rows = 0}),
+                HasErrc(Errc::kInvalidArgument));
+
+    auto names = remote_->path_commands();
+    ASSERT_THAT(names, IsOk());
+    EXPECT_THAT(*names, Contains("sh"));
+    EXPECT_TRUE(std::is_sorted(names->begin(), names->end()));
+    EXPECT_FALSE(remote_->broken());
 }
 
 // ---- Against a fake, hostile worker ---------------------------------------------------------
@@ -522,6 +654,135 @@ TEST(RemoteWorkspaceFakeWorkerTest, AWorkerOfAnotherVersionIsRefusedAtHello) {
     EXPECT_THAT(r.error().message, HasSubstr("peer speaks version 2"));
     EXPECT_TRUE(remote.broken());
 }
+
+enum class FakeFd : uint8_t { kPipeRead, kPipeWrite, kSocket };
+
+// A spawn (or commands) reply with descriptors of the given kinds attached.
+struct HostileFdCase {
+    const char* name;
+    std::function<Status(RemoteWorkspace&)> call;
+    std::function<json(uint64_t id)> header;
+    std::vector<FakeFd> fds;
+    const char* message;
+};
+
+class RemoteWorkspaceHostileFdTest : public ::testing::TestWithParam<HostileFdCase> {
+protected:
+    FdLeakChecker leaks_;
+};
+
+TEST_P(RemoteWorkspaceHostileFdTest, IsAnInvalidReplyAndBreaksTheChannel) {
+    const HostileFdCase& c = GetParam();
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        std::vector<UniqueFd> keep;
+        std::vector<int> fds;
+        for (FakeFd kind : c.fds) {
+            auto pair = kind == FakeFd::kSocket ? make_socketpair(SOCK_STREAM) : make_pipe();
+            ASSERT_THAT(pair, IsOk());
+            fds.push_back(kind == FakeFd::kPipeWrite ? pair->second.get() : pair->first.get());
+            keep.push_back(std::move(pair->first));
+            keep.push_back(std::move(pair->second));
+        }
+        (void)channel::send_frame(fd, raw_frame(c.header(request.id)), fds);
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    Status st = c.call(remote);
+    ASSERT_THAT(st, HasErrc(Errc::kInternal));
+    EXPECT_THAT(st.error().message, StartsWith("worker sent an invalid reply: "));
+    EXPECT_THAT(st.error().message, HasSubstr(c.message));
+    EXPECT_TRUE(remote.broken());
+}
+
+Status spawn_echo(RemoteWorkspace& r) {
+    return status_of(r.spawn(SpawnRequest{.argv = {"echo"}}));
+}
+
+json spawn_reply(uint64_t id, int pid = 42, bool has_input = false, bool has_pidfd = false) {
+    return json{{"v", 1},
+                {"id", id},
+                {"ok", true},
+                {"pid", pid},
+                {"has_input", has_input},
+                {"has_pidfd", has_pidfd}};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, RemoteWorkspaceHostileFdTest,
+    ::testing::Values(
+        HostileFdCase{"FewerDescriptorsThanAnnounced",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id); },
+                      {FakeFd::kPipeRead},
+                      "announces 2 descriptors but carries 1"},
+        HostileFdCase{"MoreDescriptorsThanAnnounced",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id); },
+                      {FakeFd::kPipeRead, FakeFd::kPipeRead, FakeFd::kPipeRead},
+                      "announces 2 descriptors but carries 3"},
+        HostileFdCase{"APidfdAnnouncedButMissing",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id, 42, false, true); },
+                      {FakeFd::kPipeRead, FakeFd::kPipeRead},
+                      "announces 3 descriptors but carries 2"},
+        HostileFdCase{"PidOne",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id, 1); },
+                      {FakeFd::kPipeRead, FakeFd::kPipeRead},
+                      "spawn pid 1 is out of range"},
+        HostileFdCase{"OutputIsASocket",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id); },
+                      {FakeFd::kSocket, FakeFd::kPipeRead},
+                      "output descriptor is not a pipe's read end"},
+        HostileFdCase{"OutputIsAWriteEnd",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id); },
+                      {FakeFd::kPipeWrite, FakeFd::kPipeRead},
+                      "output descriptor is not a pipe's read end"},
+        HostileFdCase{"OutputIsNotAPtyMaster",
+                      [](RemoteWorkspace& r) {
+                          return status_of(r.spawn(SpawnRequest{.argv = {"echo"}, .pty = true}));
+                      },
+                      [](uint64_t id) { return spawn_reply(id); },
+                      {FakeFd::kPipeRead, FakeFd::kPipeRead},
+                      "output descriptor is not a PTY master"},
+        HostileFdCase{"AnUnaskedForInputPipe",
+                      spawn_echo,
+                      [](uint64_t id) { return spawn_reply(id, 42, true); },
+                      {FakeFd::kPipeRead, FakeFd::kPipeRead, FakeFd::kPipeWrite},
+                      "unasked-for input pipe"},
+        HostileFdCase{"InputIsAReadEnd",
+                      [](RemoteWorkspace& r) {
+                          return status_of(
+                              r.spawn(SpawnRequest{.argv = {"cat"}, .interactive = true}));
+                      },
+                      [](uint64_t id) { return spawn_reply(id, 42, true); },
+                      {FakeFd::kPipeRead, FakeFd::kPipeRead, FakeFd::kPipeRead},
+                      "input descriptor is not a pipe's write end"},
+        HostileFdCase{"DescriptorsOnACommandsReply",
+                      [](RemoteWorkspace& r) { return status_of(r.path_commands()); },
+                      [](uint64_t id) {
+                          return json{{"v", 1}, {"id", id}, {"ok", true}, {"names", {"sh"}}};
+                      },
+                      {FakeFd::kPipeRead},
+                      "1 unexpected descriptors"},
+        HostileFdCase{"CommandsNotSorted",
+                      [](RemoteWorkspace& r) { return status_of(r.path_commands()); },
+                      [](uint64_t id) {
+                          return json{{"v", 1}, {"id", id}, {"ok", true}, {"names", {"sh", "ls"}}};
+                      },
+                      {},
+                      "not sorted and unique"},
+        HostileFdCase{"ASignalReplyWithoutDelivered",
+                      [](RemoteWorkspace& r) {
+                          return status_of(r.signal_group(ProcessGroupRef{.pgid = 5}, SIGTERM));
+                      },
+                      [](uint64_t id) {
+                          return json{{"v", 1}, {"id", id}, {"ok", true}};
+                      },
+                      {},
+                      "\"delivered\" is missing"}),
+    [](const auto& p) { return std::string(p.param.name); });
 
 }  // namespace
 }  // namespace stockade::workspace

@@ -1,12 +1,16 @@
 #include "workspace/service.h"
 
+#include <pthread.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <csignal>
 #include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/defer.h"
 #include "common/syscall.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
@@ -174,6 +178,82 @@ TEST_F(ServeChannelTest, DescriptorsSentWithARequestAreClosed) {
     // The worker's copy of the write end is gone too: the read end sees EOF.
     char c = 0;
     EXPECT_EQ(::read(pipe->first.get(), &c, 1), 0);
+    EXPECT_EQ(finish(), 0);
+}
+
+TEST(ServeChannelHookTest, TheReapHookRunsAfterEveryRequest) {
+    FdLeakChecker leaks;
+    TempDir tmp;
+    tmp.mkdir("ws");
+    auto ws = LocalWorkspace::open(tmp.at("ws"), "");
+    ASSERT_THAT(ws, IsOk());
+    auto pair = make_socketpair(SOCK_STREAM);
+    ASSERT_THAT(pair, IsOk());
+    std::atomic<int> reaps{0};
+    int exit_code = -1;
+    std::jthread server(
+        [&] { exit_code = serve_channel(pair->second.get(), *ws, [&] { ++reaps; }); });
+    for (uint64_t id = 1; id <= 3; ++id) {
+        ASSERT_THAT(channel::send_frame(pair->first.get(),
+                                        raw_frame(json{{"v", 1}, {"id", id}, {"op", "hello"}})),
+                    IsOk());
+        auto got = channel::recv_frame(pair->first.get(),
+                                       std::chrono::steady_clock::now() + std::chrono::seconds(10));
+        ASSERT_THAT(got, IsOk());
+        ASSERT_TRUE(got->has_value());
+    }
+    pair->first.reset();
+    server.join();
+    EXPECT_EQ(exit_code, 0);
+    EXPECT_GE(reaps.load(), 3);
+}
+
+TEST_F(ServeChannelTest, ASpawnReplyCarriesTheCommandsDescriptors) {
+    // As in the single-threaded worker, no thread may take SIGCHLD before the signalfd does.
+    sigset_t sigchld;
+    sigemptyset(&sigchld);
+    sigaddset(&sigchld, SIGCHLD);
+    sigset_t old_mask;
+    ASSERT_EQ(::pthread_sigmask(SIG_BLOCK, &sigchld, &old_mask), 0);
+    Defer restore{[&] {
+        ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    }};
+    hello();
+    ASSERT_THAT(channel::send_frame(client_.get(), raw_frame(json{{"v", 1},
+                                                                  {"id", 2},
+                                                                  {"op", "spawn"},
+                                                                  {"argv", {"cat"}},
+                                                                  {"cwd", ""},
+                                                                  {"env", json::array()},
+                                                                  {"pty", false},
+                                                                  {"interactive", true},
+                                                                  {"rows", 24},
+                                                                  {"cols", 80}})),
+                IsOk());
+    auto got = channel::recv_frame(client_.get(),
+                                   std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    ASSERT_THAT(got, IsOk());
+    ASSERT_TRUE(got->has_value());
+    auto reply = channel::decode_reply((*got)->frame, channel::Op::kSpawn, (*got)->fds);
+    ASSERT_THAT(reply, IsOk());
+    ASSERT_THAT(reply->result, IsOk());
+    auto& p = std::get<SpawnedProcess>(*reply->result);
+    ASSERT_TRUE(p.input.valid());
+    ASSERT_THAT(write_all(p.input.get(), "ping"), IsOk());
+    p.input.reset();  // the worker kept no copy: cat sees EOF
+    auto out = read_all(p.output.get(), 100);
+    ASSERT_THAT(out, IsOk());
+    EXPECT_EQ(*out, "ping");
+    // The status arrives once the service reaps (on SIGCHLD, or after the next request).
+    EXPECT_THAT(
+        channel::send_frame(client_.get(), raw_frame(json{{"v", 1}, {"id", 3}, {"op", "hello"}})),
+        IsOk());
+    auto status = read_all(p.status.get(), 16);
+    ASSERT_THAT(status, IsOk());
+    ASSERT_EQ(status->size(), 4U);
+    EXPECT_EQ(*status, std::string("\0\0\0\0", 4));  // exited 0
+    auto hello_reply = channel::recv_frame(client_.get());
+    ASSERT_THAT(hello_reply, IsOk());
     EXPECT_EQ(finish(), 0);
 }
 
