@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "tools/file_tools.h"
+#include "tools/process_tools.h"
 #include "tools/similar.h"
 #include "tools/tool.h"
 #include "tools/tool_support.h"
@@ -90,6 +91,13 @@ std::vector<std::unique_ptr<Tool>> make_file_tools() {
     tools.push_back(make_edit_tool());
     tools.push_back(make_grep_tool());
     tools.push_back(make_glob_tool());
+    return tools;
+}
+
+std::vector<std::unique_ptr<Tool>> make_process_tools() {
+    std::vector<std::unique_ptr<Tool>> tools;
+    tools.push_back(make_bash_tool());
+    tools.push_back(make_process_tool());
     return tools;
 }
 

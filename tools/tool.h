@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
@@ -19,6 +21,10 @@ namespace stockade::tools {
 
 class FileStamps;
 class FileLocks;
+class ProcessManager;
+
+// Progress of a long call (MCP notifications/progress when the request asked for them).
+using ProgressFn = std::function<void(double done, std::optional<double> total, std::string)>;
 
 // What the model sees (content, is_error) and what the client and the event log see
 // (metadata → MCP structuredContent: title, diff, additions, deletions, strategy,
@@ -56,7 +62,9 @@ struct ToolContext {
     FileLocks* locks = nullptr;
     SpillStore* spill = nullptr;
     ToolEvents* events = nullptr;
+    ProcessManager* processes = nullptr;  // bash and process
     std::stop_token cancel{};
+    ProgressFn progress{};  // may be empty
 };
 
 struct ToolAnnotations {
