@@ -64,6 +64,8 @@ integration: build
 
 bench: build
 	bench/startup.sh
+	bench/tools.sh
+	bench/exec.sh
 
 format:
 	git ls-files '*.cc' '*.h' | xargs clang-format -i

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from mcp_client import Server, ms, pct, rss_tree
+
 STOCKADE, WS, STATE, TREE_LABEL = sys.argv[1:5]
 READ_WARMUP, READ_CALLS = 30, 300
 PAIRS, PAIR_WARMUP = 21, 3
@@ -32,67 +34,6 @@ RG_GLOB = [RG, "--files", "--no-require-git", "--no-config", "--glob=" + GLOB_PA
            "--glob=!node_modules/", "--glob=!.git/", "--glob=!dist/", "--", "."]
 
 
-def ms(ns):
-    return ns / 1e6
-
-
-def pct(values, p):
-    s = sorted(values)
-    k = (len(s) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
-class Server:
-    def __init__(self):
-        env = dict(os.environ, STOCKADE_STATE_DIR=STATE)
-        self.err = open(os.path.join(STATE, "serve.stderr"), "wb")
-        self.proc = subprocess.Popen([STOCKADE, "serve", "--workspace", WS], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.err, env=env)
-        self.next_id = 1
-        self.rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                "clientInfo": {"name": "bench", "version": "1"}})
-        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-
-    def send(self, msg):
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def rpc(self, method, params):
-        """Returns (round-trip ns, response)."""
-        rid = self.next_id
-        self.next_id += 1
-        line = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode()
-        t0 = time.perf_counter_ns()
-        self.proc.stdin.write(line)
-        self.proc.stdin.flush()
-        while True:
-            raw = self.proc.stdout.readline()
-            if not raw:
-                raise SystemExit(f"stockade serve closed stdout (see {self.err.name})")
-            msg = json.loads(raw)
-            if msg.get("id") == rid and "method" not in msg:
-                return time.perf_counter_ns() - t0, msg
-
-    def call(self, tool, args, want_ok=True):
-        ns, msg = self.rpc("tools/call", {"name": tool, "arguments": args})
-        if "error" in msg:
-            raise SystemExit(f"{tool}: JSON-RPC error {msg['error']}")
-        res = msg["result"]
-        if want_ok and res.get("isError"):
-            raise SystemExit(f"{tool} {json.dumps(args)[:200]}: isError: {res['content'][0]['text'][:600]}")
-        return ns, res
-
-    def close(self):
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def run_rg(argv):
     t0 = time.perf_counter_ns()
     p = subprocess.run(argv, cwd=WS, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
@@ -104,53 +45,9 @@ def tool_ms(res):
     return float(res.get("structuredContent", {}).get("duration_ms", float("nan")))
 
 
-def descendants(root):
-    kids = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                st = f.read()
-        except OSError:
-            continue
-        ppid = int(st[st.rindex(")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(d))
-    out, todo = [], [root]
-    while todo:
-        p = todo.pop()
-        for c in kids.get(p, []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def status(pid):
-    name, rss = "?", 0
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("Name:"):
-                name = line.split()[1]
-            elif line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-    return name, rss
-
-
-def rss_tree(root):
-    total, parts = 0, []
-    for pid in [root] + descendants(root):
-        try:
-            name, rss = status(pid)
-        except OSError:
-            continue
-        total += rss
-        parts.append(f"{name}[{pid}] {rss / 1024:.1f} MiB")
-    return total, parts
-
-
 def main():
     results = []  # (label, ok)
-    srv = Server()
+    srv = Server(STOCKADE, WS, STATE)
     time.sleep(0.5)
     rss_start = rss_tree(srv.proc.pid)
     print(f"stockade: {STOCKADE}   workspace: {WS}   grep/glob tree: {TREE_LABEL}")

@@ -95,13 +95,17 @@ int main(int argc, char** argv) {
                       "$STOCKADE_STATE_DIR, $XDG_STATE_HOME/stockade or ~/.local/state/stockade)");
     serve->add_option("--resume", serve_options.resume,
                       "Continue a session: its file stamps are rebuilt from its event log");
+    serve->add_option("--process-log-cap", serve_options.process_log_cap,
+                      "Per-process output log size; output past it is not kept on disk "
+                      "(default 8G)");
     add_sandbox_options(*serve, serve_options.sandbox);
 
     stockade::runner::CallOptions call_options;
     CLI::App* call = app.add_subcommand(
         "call",
         "Run one tool call from the shell: stockade call read '{\"file_path\": \"README.md\"}'");
-    call->add_option("tool", call_options.tool, "read, write, edit, grep or glob")->required();
+    call->add_option("tool", call_options.tool, "read, write, edit, grep, glob, bash or process")
+        ->required();
     call->add_option("arguments", call_options.arguments, "The arguments, a JSON object")
         ->required();
     call->add_option("--workspace", call_options.workspace,
@@ -109,6 +113,8 @@ int main(int argc, char** argv) {
     call->add_option("--state-dir", call_options.state_dir, "State directory (as for serve)");
     call->add_flag("--json", call_options.json,
                    "Print the whole result (content, structuredContent, isError) as JSON");
+    call->add_option("--process-log-cap", call_options.process_log_cap,
+                     "Per-process output log size (as for serve)");
     add_sandbox_options(*call, call_options.sandbox);
 
     try {

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 #include "runner/mcp/server.h"
 #include "runner/session.h"
 
@@ -32,9 +33,19 @@ void stop_on_signal(int) {
 Result<std::unique_ptr<Session>> open_session(const std::string& workspace,
                                               const std::string& state_dir,
                                               const std::string& resume,
+                                              const std::string& process_log_cap,
                                               const RunOptions& sandbox) {
-    return Session::open(SessionConfig{
-        .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox});
+    SessionConfig config{
+        .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox};
+    if (!process_log_cap.empty()) {
+        auto cap = parse_size(process_log_cap);
+        if (!cap) {
+            return Error{Errc::kInvalidArgument, fmt::format("--process-log-cap \"{}\": {}",
+                                                             process_log_cap, cap.error().message)};
+        }
+        config.process_log_cap_bytes = *cap;
+    }
+    return Session::open(std::move(config));
 }
 
 }  // namespace
@@ -63,8 +74,8 @@ int serve_command(const ServeOptions& options) {
     ::close(null);
     UniqueFd in_fd(proto_in);
     UniqueFd out_fd(proto_out);
-    auto session =
-        open_session(options.workspace, options.state_dir, options.resume, options.sandbox);
+    auto session = open_session(options.workspace, options.state_dir, options.resume,
+                                options.process_log_cap, options.sandbox);
     if (!session) {
         fmt::print(stderr, "stockade serve: {}\n", session.error().message);
         return session.error().code == Errc::kInvalidArgument ||
@@ -115,7 +126,8 @@ int call_command(const CallOptions& options) {
                    "\"README.md\"}}'\n");
         return kExitUsage;
     }
-    auto session = open_session(options.workspace, options.state_dir, "", options.sandbox);
+    auto session = open_session(options.workspace, options.state_dir, "", options.process_log_cap,
+                                options.sandbox);
     if (!session) {
         fmt::print(stderr, "stockade call: {}\n", session.error().message);
         return kExitUsage;

@@ -11,6 +11,7 @@ struct ServeOptions {
     std::string workspace{};
     std::string state_dir{};
     std::string resume{};
+    std::string process_log_cap{};  // --process-log-cap SIZE; empty: the default (8G)
     RunOptions sandbox{};  // --isolation, --network, --memory, --pids, --cpu, --tmp-size
 };
 
@@ -25,6 +26,7 @@ struct CallOptions {
     std::string tool{};
     std::string arguments{};  // JSON object text
     bool json = false;        // print the whole result, not only the model-facing text
+    std::string process_log_cap{};
     RunOptions sandbox{};
 };
 

@@ -6,13 +6,16 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 
 #include <fmt/format.h>
 
 #include "common/log.h"
 #include "common/syscall.h"
+#include "tools/process_tools.h"
 
 namespace stockade::runner {
 
@@ -113,6 +116,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     session->spill_ = std::make_unique<Spill>(session->paths_.tool_output);
     session->events_ = std::make_unique<Events>(*session->log_);
     session->tools_ = tools::make_file_tools();
+    for (auto& tool : tools::make_process_tools()) {
+        session->tools_.push_back(std::move(tool));
+    }
     EventLog* raw_log = session->log_.get();
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
@@ -121,16 +127,31 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                         [raw_log](std::string_view type, nlohmann::json fields) {
                                             raw_log->append(type, std::move(fields), true);
                                         });
+    int next_process = 1;
     if (!config.resume.empty()) {
-        size_t restored = session->replay_stamps();
+        size_t restored = session->replay_stamps(next_process);
         session->log_->append("SessionResumed", {{"stamps", restored}}, true);
     } else {
         session->log_->append("SessionStarted", {{"workspace", session->workspace_}}, true);
     }
+    session->processes_ = std::make_unique<ProcessManagerImpl>(
+        *session->worker_,
+        ProcessManagerConfig{.log_dir = session->paths_.tool_output + "/process-logs",
+                             .log_cap_bytes = config.process_log_cap_bytes,
+                             .first_id = next_process},
+        [raw_log](std::string_view type, nlohmann::json fields) {
+            // A foreground command's start and end need no fsync of their own: its
+            // ToolCompleted is durable and follows within the call. (An adopted command's
+            // ProcessAdopted is durable, and so is its end.)
+            bool durable = fields.value("background", true);
+            raw_log->append(type, std::move(fields), durable);
+        });
     return session;
 }
 
 Session::~Session() {
+    // Processes first: SIGTERM and a grace period, then the worker and its pid namespace.
+    processes_.reset();
     if (worker_) {
         worker_->stop();
     }
@@ -143,7 +164,7 @@ Status Session::start_worker() {
     return worker_->start();
 }
 
-size_t Session::replay_stamps() {
+size_t Session::replay_stamps(int& next_process) {
     auto replay = EventLog::read_all(paths_.events);
     if (!replay) {
         return 0;
@@ -151,6 +172,16 @@ size_t Session::replay_stamps() {
     size_t restored = 0;
     for (const auto& event : replay->events) {
         const std::string type = event.value("type", "");
+        if (type == "ProcessStarted" || type == "ProcessAdopted") {
+            // Ids of the earlier run stay unique: "p3" always names one process in the log.
+            const std::string id = event.value("id", "");
+            int n = 0;
+            if (id.size() > 1 && id[0] == 'p' &&
+                std::from_chars(id.data() + 1, id.data() + id.size(), n).ec == std::errc{}) {
+                next_process = std::max(next_process, n + 1);
+            }
+            continue;
+        }
         if (type != "FileRead" && type != "FileModified") {
             continue;
         }
@@ -219,7 +250,9 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                                .locks = &locks_,
                                .spill = spill_.get(),
                                .events = events_.get(),
-                               .cancel = info.stop};
+                               .processes = processes_.get(),
+                               .cancel = info.stop,
+                               .progress = info.progress};
         try {
             result = tool->execute(arguments, ctx);
         } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "runner/event_log.h"
 #include "runner/mcp/tool_host.h"
+#include "runner/process_manager.h"
 #include "runner/run_command.h"
 #include "runner/session_worker.h"
 #include "runner/state_dir.h"
@@ -25,6 +26,8 @@ struct SessionConfig {
     std::string resume{};     // a session id to resume, or empty for a new session
     RunOptions sandbox{};     // isolation, network, limits of the worker
     uint64_t spill_cap_bytes = 512ULL << 20;
+    // Per process log (process-logs/<id>.log): output past it is not kept on disk.
+    uint64_t process_log_cap_bytes = uint64_t{8} << 30;
 };
 
 class Session final : public mcp::ToolHost {
@@ -51,13 +54,15 @@ private:
     class Spill;
     class Events;
     Session() = default;
-    // Rebuilds the file stamps from FileRead/FileModified events of a resumed session.
-    size_t replay_stamps();
+    // Rebuilds the file stamps from FileRead/FileModified events of a resumed session, and
+    // finds the next free process number.
+    size_t replay_stamps(int& next_process);
 
     std::string workspace_;
     SessionPaths paths_;
     std::unique_ptr<EventLog> log_;
     std::unique_ptr<SessionWorker> worker_;
+    std::unique_ptr<ProcessManagerImpl> processes_;  // declared after worker_: stops first
     std::unique_ptr<Spill> spill_;
     std::unique_ptr<Events> events_;
     tools::FileStamps stamps_;

@@ -233,6 +233,105 @@ describe('MCP over stdio with the official TypeScript SDK', () => {
     });
 });
 
+describe('bash and process with the official TypeScript SDK', () => {
+    let sdk;
+    let names = [];
+
+    before(async () => {
+        sdk = await connectSdk();
+        names = (await sdk.client.listTools()).tools.map((t) => t.name);
+    });
+
+    after(async () => {
+        await sdk?.client.close();
+    });
+
+    const skipUnlessProcessTools = (t) => {
+        if (!names.includes('bash') || !names.includes('process')) {
+            t.skip('the server has no bash/process tools');
+            return true;
+        }
+        return false;
+    };
+
+    test('bash runs a command, reports progress, and a non-zero exit is not an error', async (t) => {
+        if (skipUnlessProcessTools(t)) return;
+        const progress = [];
+        const slow = await sdk.client.callTool(
+            { name: 'bash', arguments: { command: 'sleep 2.5; echo done-sleeping' } },
+            undefined,
+            { onprogress: (p) => progress.push(p), timeout: 60000 },
+        );
+        assert.equal(slow.isError, false, textOf(slow));
+        assert.match(textOf(slow), /done-sleeping/);
+        assert.match(textOf(slow), /\[exit code 0 · /);
+        assert.equal(slow.structuredContent.exit_code, 0);
+        assert.ok(progress.length >= 1, 'at least one progress notification during a 2.5 s command');
+
+        const failing = await sdk.client.callTool({ name: 'bash', arguments: { command: 'exit 7' } });
+        assert.equal(failing.isError, false);
+        assert.equal(failing.structuredContent.exit_code, 7);
+    });
+
+    test('a timed-out bash command continues as a process that can be read and stopped', async (t) => {
+        if (skipUnlessProcessTools(t)) return;
+        const moved = await sdk.client.callTool({
+            name: 'bash', arguments: { command: 'for i in 1 2 3 4 5 6; do echo tick$i; sleep 0.5; done', timeout_ms: 1000 },
+        });
+        assert.equal(moved.isError, false, textOf(moved));
+        assert.match(textOf(moved), /moved to background as process (p\d+)/);
+        const id = moved.structuredContent.process_id;
+        const list = await sdk.client.callTool({ name: 'process', arguments: { action: 'list' } });
+        assert.match(textOf(list), new RegExp(id));
+        const rest = await sdk.client.callTool({ name: 'process', arguments: { action: 'wait', id } });
+        assert.match(textOf(rest), /tick6/);
+
+        const server = await sdk.client.callTool({
+            name: 'process', arguments: { action: 'start', command: 'python3 -i -q' },
+        });
+        assert.equal(server.isError, false, textOf(server));
+        const repl = server.structuredContent.process_id;
+        const wrote = await sdk.client.callTool({
+            name: 'process', arguments: { action: 'write', id: repl, input: 'print(1234 * 2)\n' },
+        });
+        let seen = textOf(wrote);
+        for (let i = 0; i < 10 && !seen.includes('2468'); i++) {
+            const more = await sdk.client.callTool({ name: 'process', arguments: { action: 'read', id: repl } });
+            seen += textOf(more);
+        }
+        assert.match(seen, /2468/);
+        const stopped = await sdk.client.callTool({ name: 'process', arguments: { action: 'stop', id: repl } });
+        assert.match(textOf(stopped), new RegExp(`Stopped ${repl}`));
+        const unknown = await sdk.client.callTool({ name: 'process', arguments: { action: 'read', id: 'p999' } });
+        assert.equal(unknown.isError, true);
+        assert.match(textOf(unknown), /No process "p999"/);
+    });
+
+    test('cancelling a bash call through the SDK ends it', async (t) => {
+        if (skipUnlessProcessTools(t)) return;
+        const controller = new AbortController();
+        const pending = sdk.client.callTool(
+            { name: 'bash', arguments: { command: 'sleep 6001' } },
+            undefined,
+            { signal: controller.signal, timeout: 60000 },
+        );
+        await new Promise((r) => setTimeout(r, 500));
+        controller.abort('test cancels');
+        await assert.rejects(pending);
+        let count = '';
+        for (let i = 0; i < 30; i++) {
+            const check = await sdk.client.callTool({
+                name: 'bash',
+                arguments: { command: "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '[s]leep 6001' || true" },
+            });
+            count = textOf(check).split('\n')[0];
+            if (count === '0') break;
+            await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal(count, '0', 'the cancelled command is gone');
+    });
+});
+
 describe('MCP 2026-07-28 stateless requests over raw stdio', () => {
     let raw;
 

@@ -1,0 +1,918 @@
+#include "runner/process_manager.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <csignal>
+#include <cstring>
+#include <deque>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/syscall.h"
+
+namespace stockade::runner {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Every kSparseLines-th line start is remembered for the whole output, so that a line far
+// behind the ring is found in the log by scanning at most kSparseLines lines.
+constexpr uint64_t kSparseLines = 4096;
+constexpr size_t kReadChunk = size_t{128} << 10;
+constexpr std::chrono::milliseconds kWriteTimeout{5'000};
+constexpr std::chrono::milliseconds kKillWait{5'000};
+
+// The last `cap` bytes of a stream, in one buffer that grows up to `cap` and then wraps.
+class ByteRing {
+public:
+    explicit ByteRing(size_t cap) : cap_(std::max<size_t>(cap, 1)) {}
+
+    void append(const char* data, size_t n) {
+        if (n > cap_) {  // only the last cap_ bytes can stay
+            data += n - cap_;
+            total_ += n - cap_;
+            n = cap_;
+        }
+        while (n > 0) {
+            size_t pos = static_cast<size_t>(total_ % cap_);
+            size_t chunk = std::min(n, cap_ - pos);
+            if (buf_.size() < pos + chunk) {
+                if (buf_.capacity() < pos + chunk) {
+                    buf_.reserve(std::min(cap_, std::max(pos + chunk, 2 * buf_.capacity())));
+                }
+                buf_.resize(pos + chunk);
+            }
+            std::memcpy(buf_.data() + pos, data, chunk);
+            data += chunk;
+            n -= chunk;
+            total_ += chunk;
+        }
+    }
+    [[nodiscard]] uint64_t total() const noexcept { return total_; }
+    [[nodiscard]] uint64_t oldest() const noexcept {
+        return total_ - std::min<uint64_t>(total_, cap_);
+    }
+    [[nodiscard]] size_t memory() const noexcept { return buf_.capacity(); }
+
+    // Appends bytes [from, from + n) to out. Precondition: oldest() <= from, from + n <= total().
+    void copy(uint64_t from, size_t n, std::string& out) const {
+        while (n > 0) {
+            size_t pos = static_cast<size_t>(from % cap_);
+            size_t chunk = std::min(n, cap_ - pos);
+            out.append(buf_.data() + pos, chunk);
+            from += chunk;
+            n -= chunk;
+        }
+    }
+    // Number of '\n' in [from, total()).
+    [[nodiscard]] uint64_t newlines_from(uint64_t from) const {
+        uint64_t count = 0;
+        while (from < total_) {
+            size_t pos = static_cast<size_t>(from % cap_);
+            size_t chunk = static_cast<size_t>(std::min<uint64_t>(total_ - from, cap_ - pos));
+            count += static_cast<uint64_t>(
+                std::count(buf_.data() + pos, buf_.data() + pos + chunk, '\n'));
+            from += chunk;
+        }
+        return count;
+    }
+
+private:
+    size_t cap_;
+    std::string buf_;
+    uint64_t total_ = 0;
+};
+
+std::string exit_description(int wait_status) {
+    if (WIFSIGNALED(wait_status)) {
+        return fmt::format("signal {}", WTERMSIG(wait_status));
+    }
+    return fmt::format("code {}", WEXITSTATUS(wait_status));
+}
+
+}  // namespace
+
+struct ProcessManagerImpl::Proc {
+    Proc(asio::io_context& io, size_t ring_bytes) : ring(ring_bytes), out(io), status(io) {}
+
+    std::string id;
+    bool foreground = false;
+    int pid = 0;
+    uint64_t epoch = 0;
+    std::string command;
+    std::string cwd;
+    std::string log_path;
+    std::string call_id;
+    bool pty = false;
+    std::chrono::system_clock::time_point started_wall{};
+    Clock::time_point started{};
+    Clock::time_point ended_at{};
+    Clock::time_point last_output{};
+
+    tools::ProcessState state = tools::ProcessState::kRunning;
+    std::optional<int> exit_code;
+    std::optional<int> signal;
+    std::string failure;
+    bool stop_requested = false;
+    bool output_closed = false;
+    uint64_t changes = 0;  // bumped on output, EOF and exit: what waiters wait for
+
+    // Output accounting (guarded by the manager's mu_).
+    ByteRing ring;
+    uint64_t newlines = 0;
+    std::deque<uint64_t> recent_starts{0};  // starts of the last ring_lines lines
+    std::vector<uint64_t> sparse{0};        // sparse[j] = start of line j*kSparseLines + 1
+    uint64_t cursor = 0;
+    UniqueFd log;
+    bool log_opened = false;
+    uint64_t log_written = 0;
+
+    UniqueFd input;  // the stdin pipe, or a dup of the PTY master
+    UniqueFd pidfd;  // held: the leader's struct pid cannot be recycled while it is open
+
+    // Touched on the reader thread only.
+    asio::posix::stream_descriptor out;
+    asio::posix::stream_descriptor status;
+    std::unique_ptr<char[]> chunk;
+    std::array<unsigned char, 4> status_bytes{};
+};
+
+// The Asio thread: one io_context that reads every output and status pipe.
+class ProcessManagerImpl::Reader {
+public:
+    Reader() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+    ~Reader() {
+        guard_.reset();
+        io_.stop();
+        thread_.join();
+    }
+    Reader(const Reader&) = delete;
+    Reader& operator=(const Reader&) = delete;
+    asio::io_context& io() { return io_; }
+
+private:
+    asio::io_context io_;
+    asio::executor_work_guard<asio::io_context::executor_type> guard_;
+    std::thread thread_;
+};
+
+ProcessManagerImpl::ProcessManagerImpl(workspace::Workspace& spawner, ProcessManagerConfig config,
+                                       ProcessEventFn events)
+    : spawner_(spawner),
+      config_(std::move(config)),
+      events_(std::move(events)),
+      next_public_(std::max(config_.first_id, 1)),
+      reader_(std::make_unique<Reader>()) {
+    killer_ = std::thread([this] {
+        std::unique_lock lock(kills_mu_);
+        for (;;) {
+            if (kills_stop_) {
+                return;
+            }
+            if (kills_.empty()) {
+                kills_cv_.wait(lock);
+                continue;
+            }
+            auto next = std::min_element(kills_.begin(), kills_.end(),
+                                         [](auto& a, auto& b) { return a.first < b.first; });
+            if (Clock::now() < next->first) {
+                kills_cv_.wait_until(lock, next->first);
+                continue;
+            }
+            std::shared_ptr<Proc> p = std::move(next->second);
+            kills_.erase(next);
+            lock.unlock();
+            (void)signal(*p, SIGKILL);
+            lock.lock();
+        }
+    });
+}
+
+ProcessManagerImpl::~ProcessManagerImpl() {
+    stop_all(std::chrono::milliseconds{1'000});
+    {
+        std::lock_guard lock(kills_mu_);
+        kills_stop_ = true;
+    }
+    kills_cv_.notify_all();
+    killer_.join();
+    reader_.reset();  // joins the reader thread; pending handlers are dropped with io_context
+}
+
+bool ProcessManagerImpl::signal(const Proc& p, int sig) noexcept {
+    auto delivered = spawner_.signal_group({.epoch = p.epoch, .pgid = p.pid}, sig);
+    if (!delivered) {
+        SPDLOG_LOGGER_WARN(log::get("process"), "signal {} to {} (pgid {}) failed: {}", sig, p.id,
+                           p.pid, delivered.error().message);
+        return false;
+    }
+    return *delivered;
+}
+
+void ProcessManagerImpl::stop_all(std::chrono::milliseconds grace) noexcept {
+    std::vector<std::shared_ptr<Proc>> running;
+    {
+        std::lock_guard lock(mu_);
+        for (auto& [id, p] : procs_) {
+            if (p->state == tools::ProcessState::kRunning) {
+                p->stop_requested = true;
+                running.push_back(p);
+            }
+        }
+    }
+    if (running.empty()) {
+        return;
+    }
+    for (auto& p : running) {
+        (void)signal(*p, SIGTERM);
+    }
+    std::unique_lock lock(mu_);
+    auto all_ended = [&] {
+        return std::all_of(running.begin(), running.end(),
+                           [](const auto& p) { return p->state != tools::ProcessState::kRunning; });
+    };
+    changed_.wait_until(lock, Clock::now() + grace, all_ended);
+    lock.unlock();
+    for (auto& p : running) {
+        (void)signal(*p, SIGKILL);
+    }
+    lock.lock();
+    changed_.wait_until(lock, Clock::now() + grace, all_ended);
+}
+
+Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& request) {
+    auto log = log::get("process");
+    if (request.argv.empty()) {
+        return Error{Errc::kInvalidArgument, "start: empty argv"};
+    }
+    {
+        std::lock_guard lock(mu_);
+        size_t running =
+            static_cast<size_t>(std::count_if(procs_.begin(), procs_.end(), [](const auto& kv) {
+                return kv.second->state == tools::ProcessState::kRunning;
+            }));
+        if (running >= config_.max_running) {
+            return Error{Errc::kResourceExhausted,
+                         fmt::format("{} processes are already running in this session, the "
+                                     "limit. Stop some with process {{\"action\":\"stop\"}} "
+                                     "first (process {{\"action\":\"list\"}} shows them).",
+                                     running)};
+        }
+    }
+    if (!log_dir_made_.load(std::memory_order_acquire)) {
+        if (auto made = make_dirs(config_.log_dir, 0700); !made) {
+            return std::move(made).error().wrap("create the process log directory");
+        }
+        log_dir_made_.store(true, std::memory_order_release);
+    }
+    ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned,
+                     spawner_.spawn(workspace::SpawnRequest{.argv = request.argv,
+                                                            .cwd = request.cwd,
+                                                            .env = request.env,
+                                                            .pty = request.pty,
+                                                            .interactive = request.interactive,
+                                                            .rows = 50,
+                                                            .cols = 200}));
+
+    auto p = std::make_shared<Proc>(reader_->io(), config_.ring_bytes);
+    {
+        std::lock_guard lock(mu_);
+        p->foreground = !request.background;
+        p->id = request.background ? fmt::format("p{}", next_public_++)
+                                   : fmt::format("cmd-{}", next_foreground_++);
+    }
+    p->pid = spawned.pid;
+    p->epoch = spawned.epoch;
+    p->command = request.command;
+    p->cwd = request.cwd_display;
+    p->call_id = request.call_id;
+    p->pty = request.pty;
+    p->started_wall = std::chrono::system_clock::now();
+    p->started = Clock::now();
+    p->last_output = p->started;
+    p->log_path = fmt::format("{}/{}.log", config_.log_dir, p->id);
+    p->pidfd = std::move(spawned.pidfd);
+    // A background process's log exists from the start (its path is shown at once); a
+    // foreground command's is created with its first output, so `true` costs no file.
+    if (!p->foreground) {
+        open_log(*p);
+    }
+    if (spawned.input) {
+        p->input = std::move(spawned.input);
+    } else if (request.pty && request.interactive) {
+        p->input = UniqueFd(::fcntl(spawned.output.get(), F_DUPFD_CLOEXEC, 3));
+    }
+    if (!request.pty) {
+        // A bigger pipe: fewer wake-ups for chatty commands (1 MiB is the unprivileged limit).
+        (void)::fcntl(spawned.output.get(), F_SETPIPE_SZ, 1 << 20);
+    }
+
+    {
+        std::lock_guard lock(mu_);
+        procs_[p->id] = p;
+        if (!p->foreground) {
+            order_.push_back(p->id);
+        }
+    }
+    if (events_) {
+        events_("ProcessStarted", {{"id", p->id},
+                                   {"pid", p->pid},
+                                   {"command", p->command},
+                                   {"cwd", p->cwd},
+                                   {"call", p->call_id},
+                                   {"log", p->log_path},
+                                   {"pty", p->pty},
+                                   {"background", !p->foreground}});
+    }
+    SPDLOG_LOGGER_DEBUG(log, "started {} pid={} pty={} command={}", p->id, p->pid, p->pty,
+                        p->command);
+
+    // The descriptors are handed to the reader thread, which alone touches them from now on.
+    int out_fd = spawned.output.release();
+    int status_fd = spawned.status.release();
+    asio::post(reader_->io(), [this, p, out_fd, status_fd] {
+        boost::system::error_code ec;
+        p->out.assign(out_fd, ec);
+        if (ec) {
+            ::close(out_fd);
+            on_output_closed(*p);
+        } else {
+            p->chunk = std::make_unique<char[]>(kReadChunk);
+            auto read_more = std::make_shared<std::function<void()>>();
+            *read_more = [this, p, read_more] {
+                p->out.async_read_some(
+                    asio::buffer(p->chunk.get(), kReadChunk),
+                    [this, p, read_more](const boost::system::error_code& err, size_t n) {
+                        if (n > 0) {
+                            on_output(*p, p->chunk.get(), n);
+                        }
+                        if (err) {
+                            // EOF on a pipe; EIO on a PTY master once every slave is closed.
+                            on_output_closed(*p);
+                            boost::system::error_code ignored;
+                            p->out.close(ignored);
+                            p->chunk.reset();
+                            *read_more = nullptr;  // breaks the self-reference
+                            return;
+                        }
+                        (*read_more)();
+                    });
+            };
+            (*read_more)();
+        }
+        p->status.assign(status_fd, ec);
+        if (ec) {
+            ::close(status_fd);
+            on_status(*p, std::nullopt);
+            return;
+        }
+        asio::async_read(p->status, asio::buffer(p->status_bytes),
+                         [this, p](const boost::system::error_code& err, size_t n) {
+                             std::optional<int> st;
+                             if (!err && n == 4) {
+                                 uint32_t v = uint32_t{p->status_bytes[0]} |
+                                              (uint32_t{p->status_bytes[1]} << 8) |
+                                              (uint32_t{p->status_bytes[2]} << 16) |
+                                              (uint32_t{p->status_bytes[3]} << 24);
+                                 st = static_cast<int>(v);
+                             }
+                             boost::system::error_code ignored;
+                             p->status.close(ignored);
+                             on_status(*p, st);
+                         });
+    });
+
+    std::lock_guard lock(mu_);
+    return info_locked(*p);
+}
+
+void ProcessManagerImpl::open_log(Proc& p) {
+    p.log_opened = true;
+    int fd = retry_eintr([&] {
+        return ::open(p.log_path.c_str(),
+                      O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    });
+    if (fd < 0) {
+        // Without a log the output still reaches the ring; the supervisor log says why.
+        SPDLOG_LOGGER_WARN(log::get("process"), "cannot open {}: {}", p.log_path,
+                           std::strerror(errno));
+    }
+    p.log = UniqueFd(fd);
+}
+
+void ProcessManagerImpl::on_output(Proc& p, const char* data, size_t n) {
+    std::lock_guard lock(mu_);
+    if (!p.log_opened) {
+        open_log(p);
+    }
+    uint64_t base = p.ring.total();
+    if (p.log && p.log_written < config_.log_cap_bytes) {
+        size_t keep =
+            static_cast<size_t>(std::min<uint64_t>(n, config_.log_cap_bytes - p.log_written));
+        if (auto w = write_all(p.log.get(), std::string_view(data, keep)); w) {
+            p.log_written += keep;
+            if (p.log_written == config_.log_cap_bytes) {
+                (void)write_all(p.log.get(),
+                                fmt::format("\n[stockade: this log stops at its cap of {} bytes; "
+                                            "later output was not kept]\n",
+                                            config_.log_cap_bytes));
+            }
+        } else {
+            SPDLOG_LOGGER_WARN(log::get("process"), "log {} write failed: {}", p.log_path,
+                               w.error().message);
+            p.log.reset();
+        }
+    }
+    p.ring.append(data, n);
+    const char* end = data + n;
+    for (const char* nl = data;
+         (nl = static_cast<const char*>(std::memchr(nl, '\n', static_cast<size_t>(end - nl)))) !=
+         nullptr;
+         ++nl) {
+        uint64_t next_start = base + static_cast<uint64_t>(nl - data) + 1;
+        ++p.newlines;
+        p.recent_starts.push_back(next_start);
+        if (p.recent_starts.size() > config_.ring_lines) {
+            p.recent_starts.pop_front();
+        }
+        if (p.newlines % kSparseLines == 0) {
+            p.sparse.push_back(next_start);
+        }
+    }
+    p.last_output = Clock::now();
+    ++p.changes;
+    changed_.notify_all();
+}
+
+void ProcessManagerImpl::on_output_closed(Proc& p) {
+    std::lock_guard lock(mu_);
+    p.output_closed = true;
+    p.last_output = Clock::now();
+    ++p.changes;
+    changed_.notify_all();
+}
+
+void ProcessManagerImpl::on_status(Proc& p, std::optional<int> wait_status) {
+    nlohmann::json fields;
+    {
+        std::lock_guard lock(mu_);
+        if (p.state != tools::ProcessState::kRunning) {
+            return;
+        }
+        p.ended_at = Clock::now();
+        if (!wait_status) {
+            p.state = tools::ProcessState::kFailed;
+            p.failure = "the sandbox worker stopped, and every process with it";
+        } else {
+            p.state =
+                p.stop_requested ? tools::ProcessState::kStopped : tools::ProcessState::kExited;
+            if (WIFSIGNALED(*wait_status)) {
+                p.signal = WTERMSIG(*wait_status);
+            } else {
+                p.exit_code = WEXITSTATUS(*wait_status);
+            }
+        }
+        p.input.reset();
+        p.pidfd.reset();
+        fields = {
+            {"id", p.id},
+            {"pid", p.pid},
+            {"state", tools::process_state_name(p.state)},
+            {"exit_code", p.exit_code ? nlohmann::json(*p.exit_code) : nlohmann::json()},
+            {"signal", p.signal ? nlohmann::json(*p.signal) : nlohmann::json()},
+            {"runtime_ms",
+             std::chrono::duration_cast<std::chrono::milliseconds>(p.ended_at - p.started).count()},
+            {"output_bytes", p.ring.total()},
+            {"background", !p.foreground}};
+        ++p.changes;
+        changed_.notify_all();
+    }
+    SPDLOG_LOGGER_DEBUG(log::get("process"), "{} ended: {}", p.id,
+                        wait_status ? exit_description(*wait_status) : std::string("worker lost"));
+    if (events_) {
+        events_("ProcessExited", std::move(fields));
+    }
+}
+
+std::shared_ptr<ProcessManagerImpl::Proc> ProcessManagerImpl::find_locked(const std::string& id) {
+    auto it = procs_.find(id);
+    return it == procs_.end() ? nullptr : it->second;
+}
+
+Result<std::shared_ptr<ProcessManagerImpl::Proc>> ProcessManagerImpl::find(const std::string& id) {
+    std::lock_guard lock(mu_);
+    auto p = find_locked(id);
+    if (!p) {
+        return Error{Errc::kNotFound, fmt::format("no process \"{}\"", id)};
+    }
+    return p;
+}
+
+tools::ProcessInfo ProcessManagerImpl::info_locked(const Proc& p) const {
+    const bool running = p.state == tools::ProcessState::kRunning;
+    auto until = running ? Clock::now() : p.ended_at;
+    uint64_t total = p.ring.total();
+    // A trailing partial line counts as a line.
+    uint64_t lines = p.newlines + ((total > 0 && p.recent_starts.back() < total) ? 1 : 0);
+    return tools::ProcessInfo{
+        .id = p.id,
+        .pid = p.pid,
+        .command = p.command,
+        .cwd = p.cwd,
+        .log_path = p.log_path,
+        .state = p.state,
+        .exit_code = p.exit_code,
+        .signal = p.signal,
+        .background = !p.foreground,
+        .pty = p.pty,
+        .started_at = p.started_wall,
+        .runtime = std::chrono::duration_cast<std::chrono::milliseconds>(until - p.started),
+        .output_bytes = total,
+        .output_lines = lines,
+        .output_closed = p.output_closed,
+        .failure = p.failure,
+    };
+}
+
+bool ProcessManagerImpl::drained_locked(const Proc& p, Clock::time_point now) const {
+    if (p.state == tools::ProcessState::kRunning) {
+        return false;
+    }
+    return p.output_closed || now - std::max(p.ended_at, p.last_output) >= config_.drain_quiet;
+}
+
+std::vector<tools::ProcessInfo> ProcessManagerImpl::list() {
+    std::lock_guard lock(mu_);
+    std::vector<tools::ProcessInfo> out;
+    for (const auto& id : order_) {
+        if (auto p = find_locked(id)) {
+            out.push_back(info_locked(*p));
+        }
+    }
+    return out;
+}
+
+Result<tools::ProcessInfo> ProcessManagerImpl::info(const std::string& id) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    std::lock_guard lock(mu_);
+    return info_locked(*p);
+}
+
+Result<std::vector<std::string>> ProcessManagerImpl::path_commands() {
+    return spawner_.path_commands();
+}
+
+template <class Pred>
+void ProcessManagerImpl::wait_locked(std::unique_lock<std::mutex>& lock, Clock::time_point until,
+                                     const std::stop_token& stop, Pred done) {
+    changed_.wait_until(lock, stop, until, done);
+}
+
+Result<tools::ProcessInfo> ProcessManagerImpl::wait_exit(
+    const std::string& id, Clock::time_point until, std::stop_token stop,
+    const std::function<void(const tools::ProcessInfo&)>& tick) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    auto next_tick = Clock::now() + std::chrono::seconds(1);
+    std::unique_lock lock(mu_);
+    for (;;) {
+        auto now = Clock::now();
+        if (drained_locked(*p, now) || now >= until || stop.stop_requested()) {
+            return info_locked(*p);
+        }
+        auto wake = std::min(until, next_tick);
+        if (p->state != tools::ProcessState::kRunning) {
+            wake = std::min(wake, std::max(p->ended_at, p->last_output) + config_.drain_quiet);
+        }
+        uint64_t seen = p->changes;
+        wait_locked(lock, wake, stop, [&] { return p->changes != seen; });
+        if (tick && Clock::now() >= next_tick) {
+            tools::ProcessInfo snapshot = info_locked(*p);
+            lock.unlock();
+            tick(snapshot);
+            lock.lock();
+            next_tick += std::chrono::seconds(1);
+        }
+    }
+}
+
+Result<tools::ProcessInfo> ProcessManagerImpl::wait_output(const std::string& id,
+                                                           uint64_t after_bytes,
+                                                           Clock::time_point until,
+                                                           std::chrono::milliseconds settle,
+                                                           std::stop_token stop) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    std::unique_lock lock(mu_);
+    wait_locked(lock, until, stop, [&] {
+        return p->ring.total() > after_bytes || p->state != tools::ProcessState::kRunning;
+    });
+    // Then while output keeps coming, until it has been quiet for `settle`.
+    for (;;) {
+        auto now = Clock::now();
+        if (now >= until || stop.stop_requested() || p->output_closed ||
+            now - p->last_output >= settle) {
+            break;
+        }
+        if (p->state != tools::ProcessState::kRunning && drained_locked(*p, now)) {
+            break;
+        }
+        uint64_t seen = p->changes;
+        wait_locked(lock, std::min(until, p->last_output + settle), stop,
+                    [&] { return p->changes != seen; });
+    }
+    return info_locked(*p);
+}
+
+Result<tools::OutputSlice> ProcessManagerImpl::output(const std::string& id, uint64_t from,
+                                                      uint64_t max_bytes) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    std::lock_guard lock(mu_);
+    const uint64_t total = p->ring.total();
+    from = std::min(from, total);
+    tools::OutputSlice slice;
+    if (from < p->ring.oldest() && from >= p->log_written) {
+        from = p->ring.oldest();  // past the log's cap and already gone from memory
+    }
+    slice.begin = from;
+    uint64_t want = std::min(max_bytes, total - from);
+    if (from >= p->ring.oldest()) {
+        p->ring.copy(from, static_cast<size_t>(want), slice.bytes);
+    } else {
+        want = std::min(want, p->log_written - from);
+        UniqueFd in(retry_eintr(
+            [&] { return ::open(p->log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); }));
+        if (!in) {
+            return errno_error(fmt::format("open the log \"{}\"", p->log_path), errno);
+        }
+        slice.bytes.resize(static_cast<size_t>(want));
+        size_t got = 0;
+        while (got < want) {
+            ssize_t r = ::pread(in.get(), slice.bytes.data() + got, static_cast<size_t>(want) - got,
+                                static_cast<off_t>(from + got));
+            if (r < 0 && errno == EINTR) {
+                continue;
+            }
+            if (r <= 0) {
+                break;
+            }
+            got += static_cast<size_t>(r);
+        }
+        slice.bytes.resize(got);
+    }
+    // The line number at `begin`: newlines before it, plus one.
+    uint64_t before = 0;
+    if (from >= p->ring.oldest()) {
+        before = p->newlines - p->ring.newlines_from(from);
+    } else {
+        auto it = std::upper_bound(p->sparse.begin(), p->sparse.end(), from);
+        size_t j = static_cast<size_t>(it - p->sparse.begin()) - 1;
+        before = j * kSparseLines;
+        uint64_t at = p->sparse[j];
+        UniqueFd in(retry_eintr(
+            [&] { return ::open(p->log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); }));
+        std::string buf(64 << 10, '\0');
+        while (in && at < from) {
+            size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), from - at));
+            ssize_t r = ::pread(in.get(), buf.data(), n, static_cast<off_t>(at));
+            if (r <= 0) {
+                break;
+            }
+            before += static_cast<uint64_t>(std::count(buf.data(), buf.data() + r, '\n'));
+            at += static_cast<uint64_t>(r);
+        }
+    }
+    slice.first_line = before + 1;
+    return slice;
+}
+
+Result<uint64_t> ProcessManagerImpl::line_start(const std::string& id, uint64_t line) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    std::lock_guard lock(mu_);
+    if (line <= 1) {
+        return uint64_t{0};
+    }
+    if (line > p->newlines + 1) {
+        return p->ring.total();
+    }
+    const uint64_t first_recent = p->newlines + 2 - p->recent_starts.size();
+    if (line >= first_recent) {
+        return p->recent_starts[static_cast<size_t>(line - first_recent)];
+    }
+    // Behind the ring: from the nearest sparse mark, count lines in the log.
+    size_t j = static_cast<size_t>((line - 1) / kSparseLines);
+    uint64_t at = p->sparse[j];
+    uint64_t current = j * kSparseLines + 1;
+    UniqueFd in(retry_eintr(
+        [&] { return ::open(p->log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); }));
+    if (!in) {
+        return errno_error(fmt::format("open the log \"{}\"", p->log_path), errno);
+    }
+    std::string buf(64 << 10, '\0');
+    while (current < line && at < p->log_written) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), p->log_written - at));
+        ssize_t r = ::pread(in.get(), buf.data(), n, static_cast<off_t>(at));
+        if (r <= 0) {
+            break;
+        }
+        const char* begin = buf.data();
+        const char* end = begin + r;
+        for (const char* c = begin; c < end; ++c) {
+            if (*c == '\n' && ++current == line) {
+                return at + static_cast<uint64_t>(c - begin) + 1;
+            }
+        }
+        at += static_cast<uint64_t>(r);
+    }
+    return std::min(at, p->ring.total());
+}
+
+Result<uint64_t> ProcessManagerImpl::cursor(const std::string& id) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    std::lock_guard lock(mu_);
+    return p->cursor;
+}
+
+Status ProcessManagerImpl::set_cursor(const std::string& id, uint64_t offset) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    std::lock_guard lock(mu_);
+    p->cursor = std::min(offset, p->ring.total());
+    return {};
+}
+
+Result<size_t> ProcessManagerImpl::write(const std::string& id, std::string_view bytes) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    int fd = -1;
+    {
+        std::lock_guard lock(mu_);
+        if (p->state != tools::ProcessState::kRunning) {
+            return Error{Errc::kFailedPrecondition, fmt::format("{} has ended", p->id)};
+        }
+        if (!p->input) {
+            return Error{Errc::kFailedPrecondition, fmt::format("{} has no stdin", p->id)};
+        }
+        // A dup keeps the descriptor valid while this thread writes without the lock.
+        fd = ::fcntl(p->input.get(), F_DUPFD_CLOEXEC, 3);
+    }
+    if (fd < 0) {
+        return errno_error("dup stdin", errno);
+    }
+    UniqueFd owned(fd);
+    size_t sent = 0;
+    auto deadline = Clock::now() + kWriteTimeout;
+    while (sent < bytes.size()) {
+        ssize_t w = ::write(fd, bytes.data() + sent, bytes.size() - sent);
+        if (w > 0) {
+            sent += static_cast<size_t>(w);
+            continue;
+        }
+        if (w < 0 && errno == EINTR) {
+            continue;
+        }
+        if (w < 0 && errno == EAGAIN) {
+            auto left =
+                std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+            if (left.count() <= 0) {
+                break;  // it stopped reading its input
+            }
+            pollfd pfd{fd, POLLOUT, 0};
+            (void)::poll(&pfd, 1, static_cast<int>(left.count()));
+            continue;
+        }
+        if (sent == 0) {
+            return errno_error(fmt::format("write to {}", p->id), errno);
+        }
+        break;
+    }
+    return sent;
+}
+
+Result<tools::ProcessInfo> ProcessManagerImpl::stop(const std::string& id,
+                                                    std::chrono::milliseconds grace) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    bool running = false;
+    {
+        std::lock_guard lock(mu_);
+        running = p->state == tools::ProcessState::kRunning;
+        if (running) {
+            p->stop_requested = true;
+        }
+    }
+    std::unique_lock lock(mu_);
+    if (running) {
+        lock.unlock();
+        (void)signal(*p, SIGTERM);
+        // A PTY's session also gets SIGHUP, as when a terminal closes (interactive shells
+        // ignore SIGTERM but not SIGHUP).
+        if (p->pty) {
+            (void)signal(*p, SIGHUP);
+        }
+        lock.lock();
+        wait_locked(lock, Clock::now() + grace, {},
+                    [&] { return p->state != tools::ProcessState::kRunning; });
+    }
+    lock.unlock();
+    (void)signal(*p, SIGKILL);  // the leader or whatever it left in its group
+    lock.lock();
+    wait_locked(lock, Clock::now() + kKillWait, {},
+                [&] { return p->state != tools::ProcessState::kRunning; });
+    return info_locked(*p);
+}
+
+Status ProcessManagerImpl::kill(const std::string& id) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    {
+        std::lock_guard lock(mu_);
+        if (p->state == tools::ProcessState::kRunning) {
+            p->stop_requested = true;
+        }
+    }
+    (void)signal(*p, SIGKILL);
+    return {};
+}
+
+Result<bool> ProcessManagerImpl::stop_leftovers(const std::string& id) {
+    ASSIGN_OR_RETURN(auto p, find(id));
+    bool left = signal(*p, SIGTERM);
+    if (left) {
+        if (p->pty) {
+            (void)signal(*p, SIGHUP);
+        }
+        schedule_kill(p, std::chrono::milliseconds{3'000});
+    }
+    return left;
+}
+
+void ProcessManagerImpl::schedule_kill(std::shared_ptr<Proc> p, std::chrono::milliseconds after) {
+    {
+        std::lock_guard lock(kills_mu_);
+        kills_.emplace_back(Clock::now() + after, std::move(p));
+    }
+    kills_cv_.notify_all();
+}
+
+Result<std::string> ProcessManagerImpl::adopt(const std::string& id) {
+    std::unique_lock lock(mu_);
+    auto p = find_locked(id);
+    if (!p) {
+        return Error{Errc::kNotFound, fmt::format("no process \"{}\"", id)};
+    }
+    if (!p->foreground) {
+        return p->id;
+    }
+    std::string public_id = fmt::format("p{}", next_public_++);
+    std::string new_log = fmt::format("{}/{}.log", config_.log_dir, public_id);
+    // The descriptor keeps writing to the renamed file; a log not created yet gets the name.
+    if (!p->log_opened || ::rename(p->log_path.c_str(), new_log.c_str()) == 0) {
+        p->log_path = new_log;
+    }
+    procs_.erase(id);
+    p->id = public_id;
+    p->foreground = false;
+    procs_[public_id] = p;
+    order_.push_back(public_id);
+    lock.unlock();
+    if (events_) {
+        events_("ProcessAdopted", {{"id", public_id}, {"was", id}, {"pid", p->pid}});
+    }
+    return public_id;
+}
+
+void ProcessManagerImpl::forget(const std::string& id) {
+    std::shared_ptr<Proc> p;
+    {
+        std::lock_guard lock(mu_);
+        p = find_locked(id);
+        if (!p || !p->foreground || p->state == tools::ProcessState::kRunning) {
+            return;
+        }
+        procs_.erase(id);
+    }
+    // Its output may still be open (a leftover child): stop reading it on the reader thread.
+    asio::post(reader_->io(), [p] {
+        boost::system::error_code ignored;
+        p->out.close(ignored);
+    });
+}
+
+size_t ProcessManagerImpl::ring_memory() {
+    std::lock_guard lock(mu_);
+    size_t total = 0;
+    for (const auto& [id, p] : procs_) {
+        total += p->ring.memory();
+    }
+    return total;
+}
+
+}  // namespace stockade::runner

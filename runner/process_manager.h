@@ -1,0 +1,134 @@
+// The session's ProcessManager (TOOL_PROTOCOL §8.2, DESIGN.md §1): commands are spawned by the
+// sandboxed worker, which hands back the output pipe or PTY master, a pidfd and a status pipe;
+// from then on the supervisor owns them. One Asio thread reads every output into a ring buffer
+// (2 MiB / 10,000 lines per process) and appends it to a log file that keeps everything up to
+// a cap; exits are recorded when the worker reports them, whether or not anyone is waiting.
+// Stopping signals the whole process group through the worker (SIGTERM, grace, SIGKILL); the
+// supervisor never signals a pid number itself, so a recycled pid is never hit.
+//
+//   ProcessManagerImpl pm(worker, {.log_dir = paths.tool_output + "/process-logs"}, events);
+//   auto p = pm.start({.command = "npm run dev", .argv = {"/bin/bash", "-c", "npm run dev"}});
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+#include "tools/process_manager.h"
+#include "workspace/workspace.h"
+
+namespace stockade::runner {
+
+struct ProcessManagerConfig {
+    std::string log_dir{};  // created (0700) if missing; logs are 0644 so the sandbox can read
+    // Per process: output past it is counted and kept in the ring, but not written to the log.
+    uint64_t log_cap_bytes = uint64_t{8} << 30;
+    size_t ring_bytes = size_t{2} << 20;
+    size_t ring_lines = 10'000;
+    size_t max_running = 128;  // running processes at once (foreground + background)
+    // After the leader ended, output that stays quiet this long counts as drained even when a
+    // leftover child keeps the output open.
+    std::chrono::milliseconds drain_quiet{100};
+    int first_id = 1;  // of "p<N>" (a resumed session continues its numbering)
+};
+
+// "ProcessStarted" / "ProcessExited" with their fields, for the event log.
+using ProcessEventFn = std::function<void(std::string_view type, nlohmann::json fields)>;
+
+class ProcessManagerImpl final : public tools::ProcessManager {
+public:
+    ProcessManagerImpl(workspace::Workspace& spawner, ProcessManagerConfig config,
+                       ProcessEventFn events);
+    // Stops every process (stop_all) and the reader thread.
+    ~ProcessManagerImpl() override;
+    ProcessManagerImpl(const ProcessManagerImpl&) = delete;
+    ProcessManagerImpl& operator=(const ProcessManagerImpl&) = delete;
+
+    // Session end: SIGTERM to every running group, `grace`, SIGKILL to what is left.
+    void stop_all(std::chrono::milliseconds grace) noexcept;
+
+    Result<tools::ProcessInfo> start(const tools::StartRequest& request) override;
+    std::vector<tools::ProcessInfo> list() override;
+    Result<tools::ProcessInfo> info(const std::string& id) override;
+    Result<std::vector<std::string>> path_commands() override;
+    Result<tools::ProcessInfo> wait_exit(
+        const std::string& id, std::chrono::steady_clock::time_point until, std::stop_token stop,
+        const std::function<void(const tools::ProcessInfo&)>& tick) override;
+    Result<tools::ProcessInfo> wait_output(const std::string& id, uint64_t after_bytes,
+                                           std::chrono::steady_clock::time_point until,
+                                           std::chrono::milliseconds settle,
+                                           std::stop_token stop) override;
+    Result<tools::OutputSlice> output(const std::string& id, uint64_t from,
+                                      uint64_t max_bytes) override;
+    Result<uint64_t> line_start(const std::string& id, uint64_t line) override;
+    Result<uint64_t> cursor(const std::string& id) override;
+    Status set_cursor(const std::string& id, uint64_t offset) override;
+    Result<size_t> write(const std::string& id, std::string_view bytes) override;
+    Result<tools::ProcessInfo> stop(const std::string& id,
+                                    std::chrono::milliseconds grace) override;
+    Status kill(const std::string& id) override;
+    Result<bool> stop_leftovers(const std::string& id) override;
+    Result<std::string> adopt(const std::string& id) override;
+    void forget(const std::string& id) override;
+
+    // Bytes of output held in memory by all rings (for tests and the benchmark).
+    [[nodiscard]] size_t ring_memory();
+
+private:
+    struct Proc;
+    class Reader;
+
+    // Preconditions: mu_ held.
+    std::shared_ptr<Proc> find_locked(const std::string& id);
+    tools::ProcessInfo info_locked(const Proc& p) const;
+    bool drained_locked(const Proc& p, std::chrono::steady_clock::time_point now) const;
+    Result<std::shared_ptr<Proc>> find(const std::string& id);
+    // Signals the group through the worker; false when it is empty (or of a dead worker).
+    bool signal(const Proc& p, int sig) noexcept;
+    // Waits (mu_ held through `lock`) until `done()` or `until` or `stop`.
+    template <class Pred>
+    void wait_locked(std::unique_lock<std::mutex>& lock,
+                     std::chrono::steady_clock::time_point until, const std::stop_token& stop,
+                     Pred done);
+    // Preconditions: mu_ held, or `p` not yet shared.
+    void open_log(Proc& p);
+    // Called on the reader thread.
+    void on_output(Proc& p, const char* data, size_t n);
+    void on_output_closed(Proc& p);
+    void on_status(Proc& p, std::optional<int> wait_status);
+    // Background SIGKILLs after a grace period (stop_leftovers).
+    void schedule_kill(std::shared_ptr<Proc> p, std::chrono::milliseconds after);
+
+    workspace::Workspace& spawner_;
+    const ProcessManagerConfig config_;
+    ProcessEventFn events_;
+
+    std::atomic<bool> log_dir_made_{false};
+    std::mutex mu_;
+    std::condition_variable_any changed_;  // output arrived, a process ended, stop requested
+    std::map<std::string, std::shared_ptr<Proc>> procs_;  // guarded by mu_
+    std::vector<std::string> order_;                      // public ids in start order
+    int next_public_ = 1;                                 // guarded by mu_
+    int next_foreground_ = 1;                             // guarded by mu_
+
+    std::unique_ptr<Reader> reader_;  // the Asio thread
+
+    std::mutex kills_mu_;
+    std::condition_variable kills_cv_;
+    std::vector<std::pair<std::chrono::steady_clock::time_point, std::shared_ptr<Proc>>> kills_;
+    bool kills_stop_ = false;
+    std::thread killer_;
+};
+
+}  // namespace stockade::runner

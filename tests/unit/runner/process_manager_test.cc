@@ -1,0 +1,264 @@
+// ProcessManagerImpl over a LocalWorkspace: real processes (no sandbox), real pipes and PTYs.
+// A helper thread plays the worker's part of reaping children and reporting their status.
+#include "runner/process_manager.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "workspace/local_workspace.h"
+
+namespace stockade::runner {
+namespace {
+
+using ::testing::HasSubstr;
+using namespace std::chrono_literals;
+
+std::string make_temp_dir(const char* prefix) {
+    std::string templ = std::filesystem::temp_directory_path().string() + "/" + prefix + "XXXXXX";
+    char* made = ::mkdtemp(templ.data());
+    EXPECT_NE(made, nullptr);
+    return templ;
+}
+
+class ProcessManagerTest : public ::testing::Test {
+protected:
+    ProcessManagerTest() : root_(make_temp_dir("pm-ws")), logs_(make_temp_dir("pm-logs")) {
+        auto ws = workspace::LocalWorkspace::open(root_, "");
+        EXPECT_TRUE(ws.has_value());
+        ws_ = std::make_unique<workspace::LocalWorkspace>(std::move(ws).value());
+        reaper_ = std::thread([this] {
+            while (!done_) {
+                ws_->reap_children();
+                std::this_thread::sleep_for(2ms);
+            }
+        });
+    }
+    ~ProcessManagerTest() override {
+        pm_.reset();
+        done_ = true;
+        reaper_.join();
+        ws_->reap_children();
+        std::error_code ec;
+        std::filesystem::remove_all(root_, ec);
+        std::filesystem::remove_all(logs_, ec);
+    }
+    ProcessManagerImpl& pm(ProcessManagerConfig config = {}) {
+        config.log_dir = logs_ + "/process-logs";
+        pm_ = std::make_unique<ProcessManagerImpl>(
+            *ws_, config, [this](std::string_view type, const nlohmann::json&) {
+                std::lock_guard lock(events_mu_);
+                events_.emplace_back(type);
+            });
+        return *pm_;
+    }
+    static tools::StartRequest shell(const std::string& command, bool background = true) {
+        return tools::StartRequest{.command = command,
+                                   .argv = {"/bin/sh", "-c", command},
+                                   .cwd = "",
+                                   .cwd_display = "/ws",
+                                   .pty = false,
+                                   .interactive = false,
+                                   .background = background,
+                                   .env = {},
+                                   .call_id = "t"};
+    }
+    std::string all_output(const std::string& id) {
+        auto info = pm_->info(id);
+        EXPECT_TRUE(info.has_value());
+        auto slice = pm_->output(id, 0, info->output_bytes);
+        EXPECT_TRUE(slice.has_value());
+        return slice->bytes;
+    }
+    std::vector<std::string> events() {
+        std::lock_guard lock(events_mu_);
+        return events_;
+    }
+
+    std::string root_;
+    std::string logs_;
+    std::unique_ptr<workspace::LocalWorkspace> ws_;
+    std::unique_ptr<ProcessManagerImpl> pm_;
+    std::atomic<bool> done_{false};
+    std::thread reaper_;
+    std::mutex events_mu_;
+    std::vector<std::string> events_;
+};
+
+TEST_F(ProcessManagerTest, RecordsOutputExitAndEvents) {
+    auto& m = pm();
+    auto p = m.start(shell("echo one; echo two >&2; exit 4"));
+    ASSERT_TRUE(p.has_value()) << p.error().message;
+    EXPECT_EQ(p->id, "p1");
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->state, tools::ProcessState::kExited);
+    EXPECT_EQ(done->exit_code, 4);
+    EXPECT_TRUE(done->output_closed);
+    EXPECT_EQ(done->output_lines, 2U);
+    EXPECT_EQ(all_output(p->id), "one\ntwo\n");
+    std::ifstream log(done->log_path);
+    std::string logged((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(logged, "one\ntwo\n");
+    // ProcessExited is emitted on the reader thread just after the state changes.
+    for (int i = 0; i < 100 && events().size() < 2; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_THAT(events(), ::testing::ElementsAre("ProcessStarted", "ProcessExited"));
+    ASSERT_EQ(m.list().size(), 1U);
+}
+
+TEST_F(ProcessManagerTest, APartialLineCountsAndLineStartsAreExact) {
+    auto& m = pm();
+    auto p = m.start(shell("printf 'a\\nbb\\nccc'"));
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->output_lines, 3U);
+    EXPECT_EQ(*m.line_start(p->id, 1), 0U);
+    EXPECT_EQ(*m.line_start(p->id, 2), 2U);
+    EXPECT_EQ(*m.line_start(p->id, 3), 5U);
+    EXPECT_EQ(*m.line_start(p->id, 9), 8U);
+    auto slice = m.output(p->id, 5, 100);
+    ASSERT_TRUE(slice.has_value());
+    EXPECT_EQ(slice->bytes, "ccc");
+    EXPECT_EQ(slice->first_line, 3U);
+}
+
+TEST_F(ProcessManagerTest, OldOutputComesFromTheLogOnceTheRingHasMovedOn) {
+    auto& m = pm({.ring_bytes = 4096, .ring_lines = 50});
+    auto p = m.start(shell("seq 1 20000"));
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 20s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->output_lines, 20000U);
+    EXPECT_LE(m.ring_memory(), 4096U);
+    for (uint64_t line : {1U, 2U, 4096U, 4097U, 9999U, 19990U, 20000U}) {
+        auto at = m.line_start(p->id, line);
+        ASSERT_TRUE(at.has_value());
+        auto slice = m.output(p->id, *at, 16);
+        ASSERT_TRUE(slice.has_value());
+        EXPECT_EQ(slice->first_line, line);
+        EXPECT_EQ(slice->bytes.substr(0, slice->bytes.find('\n')), std::to_string(line));
+    }
+}
+
+TEST_F(ProcessManagerTest, TheLogStopsAtItsCapButCountingGoesOn) {
+    auto& m = pm({.log_cap_bytes = 1000, .ring_bytes = 4096});
+    auto p = m.start(shell("head -c 100000 /dev/zero"));
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->output_bytes, 100000U);
+    EXPECT_LT(std::filesystem::file_size(done->log_path), 1200U);
+    auto tail = m.output(p->id, 99000, 2000);
+    ASSERT_TRUE(tail.has_value());
+    EXPECT_EQ(tail->bytes.size(), 1000U);
+    auto gap = m.output(p->id, 2000, 10);
+    ASSERT_TRUE(gap.has_value());
+    EXPECT_GE(gap->begin, 100000U - 4096U) << "bytes neither logged nor in memory are skipped";
+}
+
+TEST_F(ProcessManagerTest, StopEndsTheGroupAndWriteReachesStdin) {
+    auto& m = pm();
+    auto req = shell("sleep 300 & read line; echo got:$line; wait");
+    req.interactive = true;  // stdin is a pipe
+    auto p = m.start(req);
+    ASSERT_TRUE(p.has_value());
+    ASSERT_TRUE(m.write(p->id, "hello\n").has_value());
+    auto out = m.wait_output(p->id, 0, std::chrono::steady_clock::now() + 5s, 50ms, {});
+    ASSERT_TRUE(out.has_value());
+    EXPECT_EQ(all_output(p->id), "got:hello\n");
+    auto stopped = m.stop(p->id, 3s);
+    ASSERT_TRUE(stopped.has_value());
+    EXPECT_EQ(stopped->state, tools::ProcessState::kStopped);
+    EXPECT_EQ(stopped->signal, SIGTERM);
+    auto drained = m.wait_exit(p->id, std::chrono::steady_clock::now() + 5s, {}, {});
+    EXPECT_TRUE(drained->output_closed) << "the backgrounded sleep died with the group";
+    EXPECT_FALSE(m.write(p->id, "more\n").has_value());
+}
+
+TEST_F(ProcessManagerTest, ForegroundProcessesAreHiddenUntilAdopted) {
+    auto& m = pm();
+    auto p = m.start(shell("echo early; sleep 0.5; echo late", false));
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(p->id.rfind("cmd-", 0), 0U);
+    EXPECT_TRUE(m.list().empty());
+    auto timed = m.wait_exit(p->id, std::chrono::steady_clock::now() + 100ms, {}, {});
+    EXPECT_EQ(timed->state, tools::ProcessState::kRunning);
+    auto adopted = m.adopt(p->id);
+    ASSERT_TRUE(adopted.has_value());
+    EXPECT_EQ(*adopted, "p1");
+    ASSERT_EQ(m.list().size(), 1U);
+    EXPECT_THAT(m.list()[0].log_path, HasSubstr("p1.log"));
+    auto done = m.wait_exit("p1", std::chrono::steady_clock::now() + 10s, {}, {});
+    EXPECT_EQ(done->exit_code, 0);
+    EXPECT_EQ(all_output("p1"), "early\nlate\n");
+    EXPECT_FALSE(m.info(p->id).has_value()) << "the foreground id is gone";
+}
+
+TEST_F(ProcessManagerTest, LeftoversHoldingTheOutputAreFoundAndStopped) {
+    auto& m = pm({.drain_quiet = 50ms});
+    auto p = m.start(shell("sleep 300 & echo started", false));
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->state, tools::ProcessState::kExited);
+    EXPECT_FALSE(done->output_closed) << "the sleep still holds the pipe";
+    auto left = m.stop_leftovers(p->id);
+    ASSERT_TRUE(left.has_value());
+    EXPECT_TRUE(*left);
+    bool closed = false;
+    for (int i = 0; i < 500 && !closed; ++i) {
+        closed = m.info(p->id)->output_closed;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_TRUE(closed) << "SIGTERM ended the sleep, and with it the pipe";
+    m.forget(p->id);
+}
+
+TEST_F(ProcessManagerTest, APtyMakesTheOutputATerminal) {
+    auto& m = pm();
+    auto req = shell("test -t 1 && echo is-a-tty");
+    req.pty = true;
+    auto p = m.start(req);
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(all_output(p->id), "is-a-tty\n");
+}
+
+TEST_F(ProcessManagerTest, UnknownIdsAndMissingCommandsAreErrors) {
+    auto& m = pm();
+    EXPECT_FALSE(m.info("p9").has_value());
+    auto missing = m.start(tools::StartRequest{.command = "nope-xyz", .argv = {"nope-xyz"}});
+    ASSERT_FALSE(missing.has_value());
+    EXPECT_EQ(missing.error().code, Errc::kNotFound);
+    EXPECT_THAT(missing.error().message, HasSubstr("nope-xyz: command not found"));
+}
+
+TEST_F(ProcessManagerTest, StopAllAtTheEndLeavesNothingRunning) {
+    int pid = 0;
+    {
+        auto& m = pm();
+        auto p = m.start(shell("trap '' TERM; sleep 300"));
+        ASSERT_TRUE(p.has_value());
+        pid = p->pid;
+        pm_.reset();  // ignores SIGTERM: SIGKILL after the grace period
+    }
+    for (int i = 0; i < 100 && ::kill(pid, 0) == 0; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_NE(::kill(pid, 0), 0);
+}
+
+}  // namespace
+}  // namespace stockade::runner
