@@ -1,0 +1,138 @@
+#include "policy/explain.h"
+
+#include <fmt/format.h>
+
+#include "policy/bash_analysis.h"
+#include "policy/tool_requests.h"
+
+namespace stockade::policy {
+
+Result<Explanation> explain_call(const Policy& policy, std::string_view tool,
+                                 const nlohmann::json& args, const RequestContext& ctx) {
+    ASSIGN_OR_RETURN(std::vector<CapabilityRequest> requests, tool_requests(tool, args, ctx));
+    Explanation out{.tool = std::string(tool),
+                    .preset = policy.preset(),
+                    .mode = policy.mode(),
+                    .visibility = policy.visibility(tool),
+                    .decision = policy.evaluate(requests)};
+    const bool runs_command =
+        tool == "bash" || (tool == "process" && args.value("action", "") == "start");
+    if (runs_command && args.contains("command") && args["command"].is_string()) {
+        out.warnings = destructive_warnings(args["command"].get<std::string>());
+    }
+    return out;
+}
+
+std::string describe_request(const CapabilityRequest& request) {
+    switch (request.kind) {
+        case CapabilityKind::kFileRead:
+        case CapabilityKind::kFileWrite:
+        case CapabilityKind::kFileWriteOutsideProject:
+            return request.path;
+        case CapabilityKind::kProcessExecute:
+            return request.command;
+        case CapabilityKind::kNetworkAccess:
+            return request.host.empty() ? "(host not known)" : request.host;
+        case CapabilityKind::kGitModify:
+            return "git " + request.subcommand;
+        case CapabilityKind::kTool:
+            return request.tool + (request.command.empty() ? "" : " " + request.command);
+    }
+    return "";
+}
+
+nlohmann::json explain_json(const Explanation& explanation) {
+    using nlohmann::json;
+    const CallDecision& decision = explanation.decision;
+    json out = {{"tool", explanation.tool},
+                {"decision", decision_name(decision.decision)},
+                {"preset", preset_name(explanation.preset)},
+                {"mode", mode_name(explanation.mode)},
+                {"hidden", explanation.visibility.hidden}};
+    if (explanation.visibility.hidden) {
+        out["hidden_reason"] = explanation.visibility.reason;
+    }
+    if (const RequestOutcome* deciding = decision.deciding_outcome()) {
+        out["deciding_request"] = *decision.deciding;
+        out["reason"] = deciding->reason;
+        if (deciding->rule) {
+            out["rule"] = deciding->rule->text;
+            out["origin"] = deciding->rule->origin;
+        }
+    }
+    json requests = json::array();
+    for (const RequestOutcome& outcome : decision.outcomes) {
+        const CapabilityRequest& request = outcome.request;
+        json entry = {{"kind", capability_kind_name(request.kind)}, {"tool", request.tool}};
+        switch (request.kind) {
+            case CapabilityKind::kFileRead:
+            case CapabilityKind::kFileWrite:
+            case CapabilityKind::kFileWriteOutsideProject:
+                entry["path"] = request.path;
+                break;
+            case CapabilityKind::kProcessExecute:
+                entry["command"] = request.command;
+                if (request.full_command != request.command) {
+                    entry["full_command"] = request.full_command;
+                }
+                if (request.opaque) {
+                    entry["opaque"] = true;
+                }
+                break;
+            case CapabilityKind::kNetworkAccess:
+                entry["host"] = request.host;
+                break;
+            case CapabilityKind::kGitModify:
+                entry["subcommand"] = request.subcommand;
+                break;
+            case CapabilityKind::kTool:
+                entry["action"] = request.command;
+                break;
+        }
+        if (!request.reason.empty()) {
+            entry["derived_because"] = request.reason;
+        }
+        entry["decision"] = decision_name(outcome.decision);
+        entry["before_mode"] = decision_name(outcome.before_mode);
+        if (outcome.rule) {
+            entry["rule"] = outcome.rule->text;
+            entry["origin"] = outcome.rule->origin;
+            entry["layer"] = layer_name(outcome.rule->layer);
+        }
+        entry["reason"] = outcome.reason;
+        requests.push_back(std::move(entry));
+    }
+    out["requests"] = std::move(requests);
+    out["warnings"] = explanation.warnings;
+    return out;
+}
+
+std::string explain_text(const Explanation& explanation) {
+    const CallDecision& decision = explanation.decision;
+    std::string out = fmt::format("{}: {} (preset {}, mode {})\n", explanation.tool,
+                                  decision_name(decision.decision), preset_name(explanation.preset),
+                                  mode_name(explanation.mode));
+    if (explanation.visibility.hidden) {
+        out += fmt::format("  hidden from tools/list: {}\n", explanation.visibility.reason);
+    }
+    if (decision.outcomes.empty()) {
+        out += "  no capability requested\n";
+    }
+    for (size_t i = 0; i < decision.outcomes.size(); ++i) {
+        const RequestOutcome& outcome = decision.outcomes[i];
+        out += fmt::format("  [{}] {:<5} {} {}{}\n", i + 1, decision_name(outcome.decision),
+                           capability_kind_name(outcome.request.kind),
+                           describe_request(outcome.request),
+                           decision.deciding == i ? "  <- decides" : "");
+        if (!outcome.request.reason.empty()) {
+            out += fmt::format("            requested because {}\n", outcome.request.reason);
+        }
+        out += fmt::format("            {}\n", outcome.reason);
+    }
+    for (const std::string& warning : explanation.warnings) {
+        out += fmt::format("  warning: {}\n", warning);
+    }
+    return out;
+}
+
+}  // namespace stockade::policy

@@ -1,0 +1,242 @@
+#include "policy/policy.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace stockade::policy {
+namespace {
+
+constexpr std::array<Decision, 3> kEvaluationOrder = {Decision::kDeny, Decision::kAsk,
+                                                      Decision::kAllow};
+
+size_t list_index(Decision decision) {
+    return static_cast<size_t>(decision);
+}
+
+size_t kind_index(CapabilityKind kind) {
+    return static_cast<size_t>(kind);
+}
+
+bool has_path(CapabilityKind kind) {
+    return kind == CapabilityKind::kFileRead || kind == CapabilityKind::kFileWrite ||
+           kind == CapabilityKind::kFileWriteOutsideProject;
+}
+
+// The capability every call of a tool needs, and whether a rule's subject can ever match a
+// call of that tool.
+std::optional<CapabilityKind> primary_kind(std::string_view tool) {
+    if (tool == "read" || tool == "grep" || tool == "glob") {
+        return CapabilityKind::kFileRead;
+    }
+    if (tool == "write" || tool == "edit") {
+        return CapabilityKind::kFileWrite;
+    }
+    if (tool == "bash" || tool == "process") {
+        return CapabilityKind::kProcessExecute;
+    }
+    return std::nullopt;
+}
+
+bool subject_reaches(Subject subject, std::string_view tool) {
+    switch (subject) {
+        case Subject::kRead:
+            return tool == "read" || tool == "grep" || tool == "glob";
+        case Subject::kGrep:
+            return tool == "grep";
+        case Subject::kGlob:
+            return tool == "glob";
+        case Subject::kWrite:
+        case Subject::kEdit:
+            return tool == "write" || tool == "edit";
+        case Subject::kBash:
+            return tool == "bash";
+        case Subject::kProcess:
+            return tool == "process";
+        case Subject::kProcessExecute:
+            return tool == "bash" || tool == "process";
+        case Subject::kNetworkAccess:
+        case Subject::kGitModify:
+        case Subject::kFileWriteOutsideProject:
+            return false;
+    }
+    return false;
+}
+
+// A whole-tool deny of `subject` denies every call of `tool`. process.execute does not hide
+// the process tool: its list, read and stop actions execute nothing.
+bool whole_deny_hides(Subject subject, std::string_view tool) {
+    if (subject == Subject::kProcessExecute) {
+        return tool == "bash";
+    }
+    return subject_reaches(subject, tool);
+}
+
+}  // namespace
+
+Result<Policy> Policy::load(std::span<const SettingsSource> sources, const PolicyOptions& options) {
+    if (!options.workspace_root.starts_with('/')) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("load policy: the workspace root \"{}\" is not an absolute path",
+                                 options.workspace_root)};
+    }
+    Policy policy;
+    policy.mode_ = options.mode;
+    const std::string workspace = normalise_path(options.workspace_root, "/");
+    struct LayerPreset {
+        Preset preset;
+        std::string origin;
+    };
+    std::array<std::optional<LayerPreset>, kLayerCount> layer_presets;
+    for (const SettingsSource& source : sources) {
+        const RuleAnchors anchors{.workspace_root = workspace,
+                                  .home = options.home,
+                                  .settings_dir = settings_base_dir(source, workspace)};
+        ASSIGN_OR_RETURN(Settings settings, parse_settings(source, anchors));
+        for (Rule& rule : settings.rules) {
+            policy.rules_.push_back(std::move(rule));
+        }
+        for (std::string& warning : settings.warnings) {
+            policy.warnings_.push_back(std::move(warning));
+        }
+        auto& slot = layer_presets[static_cast<size_t>(source.layer)];
+        if (settings.preset && !slot) {
+            slot = LayerPreset{*settings.preset, settings.preset_origin};
+        }
+    }
+
+    if (options.preset) {
+        policy.preset_ = *options.preset;
+    } else {
+        for (size_t layer = 0; layer < kLayerCount; ++layer) {
+            const auto& slot = layer_presets[layer];
+            if (!slot) {
+                continue;
+            }
+            if (static_cast<Layer>(layer) == Layer::kProject &&
+                slot->preset > Preset::kWorkspaceWrite) {
+                policy.warnings_.push_back(fmt::format(
+                    "{}: a project settings file cannot choose the {} preset (it comes with "
+                    "the repository); ignored",
+                    slot->origin, preset_name(slot->preset)));
+                continue;
+            }
+            policy.preset_ = slot->preset;
+            break;
+        }
+    }
+
+    // Deny, ask, allow; within each, higher layers first; within a layer, load order.
+    std::stable_sort(policy.rules_.begin(), policy.rules_.end(), [](const Rule& a, const Rule& b) {
+        if (a.decision() != b.decision()) {
+            return a.decision() > b.decision();
+        }
+        return a.layer < b.layer;
+    });
+    for (size_t i = 0; i < policy.rules_.size(); ++i) {
+        const Rule& rule = policy.rules_[i];
+        for (size_t kind = 0; kind < kCapabilityKindCount; ++kind) {
+            if (rule.covers(static_cast<CapabilityKind>(kind))) {
+                policy.index_[list_index(rule.decision())][kind].push_back(
+                    static_cast<uint32_t>(i));
+            }
+        }
+    }
+    return policy;
+}
+
+RequestOutcome Policy::evaluate_one(const CapabilityRequest& request) const {
+    std::optional<PathView> path;
+    if (has_path(request.kind)) {
+        path.emplace(request.path);
+    }
+    RequestOutcome out{.request = request};
+    const Rule* matched = nullptr;
+    for (Decision list : kEvaluationOrder) {
+        for (uint32_t i : index_[list_index(list)][kind_index(request.kind)]) {
+            if (rules_[i].matches(request, path ? &*path : nullptr)) {
+                matched = &rules_[i];
+                break;
+            }
+        }
+        if (matched != nullptr) {
+            break;
+        }
+    }
+
+    const ModeTraits traits = mode_traits(mode_);
+    if (matched != nullptr) {
+        out.before_mode = matched->decision();
+        out.rule = matched->ref();
+        out.reason = fmt::format("matched {} rule \"{}\" ({})", decision_name(matched->decision()),
+                                 matched->text(), matched->origin);
+    } else if (request.kind == CapabilityKind::kNetworkAccess && traits.network_default_deny) {
+        out.before_mode = Decision::kDeny;
+        out.reason = fmt::format("no rule matched; network access is denied by default in {} mode",
+                                 mode_name(mode_));
+    } else {
+        out.before_mode = preset_default(preset_, request);
+        out.reason = fmt::format("no rule matched; the {} preset's default for {}{} is {}",
+                                 preset_name(preset_), capability_kind_name(request.kind),
+                                 request.opaque ? " (a command that could not be parsed)" : "",
+                                 decision_name(out.before_mode));
+    }
+    out.decision = out.before_mode;
+    if (out.decision == Decision::kAsk && traits.ask_is_deny) {
+        out.decision = Decision::kDeny;
+        out.reason +=
+            fmt::format("; an ask is a deny in {} mode (nobody can be prompted)", mode_name(mode_));
+    }
+    return out;
+}
+
+CallDecision Policy::evaluate(std::span<const CapabilityRequest> requests) const {
+    CallDecision out;
+    out.outcomes.reserve(requests.size());
+    for (const CapabilityRequest& request : requests) {
+        out.outcomes.push_back(evaluate_one(request));
+        const Decision decision = out.outcomes.back().decision;
+        if (!out.deciding || decision > out.decision) {
+            out.decision = decision;
+            out.deciding = out.outcomes.size() - 1;
+        }
+    }
+    return out;
+}
+
+ToolVisibility Policy::visibility(std::string_view tool) const {
+    const std::optional<CapabilityKind> kind = primary_kind(tool);
+    if (!kind) {
+        return {};
+    }
+    for (const Rule& rule : rules_) {
+        if (rule.decision() == Decision::kDeny && rule.whole() &&
+            whole_deny_hides(rule.subject(), tool)) {
+            return {.hidden = true,
+                    .reason = fmt::format("denied as a whole by rule \"{}\" ({})", rule.text(),
+                                          rule.origin)};
+        }
+    }
+    const ModeTraits traits = mode_traits(mode_);
+    Decision fallback = preset_default(preset_, CapabilityRequest{.kind = *kind});
+    if (fallback == Decision::kAsk && traits.ask_is_deny) {
+        fallback = Decision::kDeny;
+    }
+    if (fallback != Decision::kDeny) {
+        return {};
+    }
+    for (const Rule& rule : rules_) {
+        const bool lets_through = rule.decision() == Decision::kAllow ||
+                                  (rule.decision() == Decision::kAsk && !traits.ask_is_deny);
+        if (lets_through && rule.covers(*kind) && subject_reaches(rule.subject(), tool)) {
+            return {};
+        }
+    }
+    return {
+        .hidden = true,
+        .reason = fmt::format("the {} preset denies {} in {} mode and no rule allows it",
+                              preset_name(preset_), capability_kind_name(*kind), mode_name(mode_))};
+}
+
+}  // namespace stockade::policy
