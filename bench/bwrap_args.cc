@@ -238,6 +238,16 @@ int main(int argc, char** argv) {
                 }
                 ++count.readonly;
                 break;
+            case MountOpKind::kPin:
+                continue;  // only policy paths need pins; `stockade run` in the bench has none
+            case MountOpKind::kReadOnlyPath:
+                add({"--ro-bind", op.target, op.target});
+                ++count.readonly;
+                break;
+            case MountOpKind::kMaskPath:
+                add({"--ro-bind", "/dev/null", op.target});
+                ++count.masks;
+                break;
             case MountOpKind::kSymlink:
                 if (dev_done && under(op.target, "/dev")) {
                     continue;  // --dev makes ptmx, fd, stdin, stdout, stderr

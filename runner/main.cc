@@ -27,6 +27,12 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
     run.add_option("--ro", o.ro, "Extra host path mounted read-only at the same path (repeatable)");
     run.add_option("--rw", o.rw,
                    "Extra host path mounted read-write at the same path (repeatable)");
+    run.add_option("--mask", o.masked_paths,
+                   "Hide a path of the workspace or a bind: an empty, unreadable file or directory "
+                   "over it (repeatable; needs --isolation full or namespaces)");
+    run.add_option("--read-only", o.read_only_paths,
+                   "Make a path of the workspace or a bind read-only (repeatable; needs "
+                   "--isolation full or namespaces)");
     run.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
         ->capture_default_str();
     run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");

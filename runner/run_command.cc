@@ -110,6 +110,50 @@ bool is_within(const std::string& path, const std::string& dir) {
                            (dir == "/" || path[dir.size()] == '/'));
 }
 
+// A --mask / --read-only path: absolute and normalised (relative ones are taken from `cwd`),
+// inside one of the spec's binds, and not through a symlink (the sandbox would refuse it).
+Result<std::string> protected_path(const std::string& flag, const std::string& path,
+                                   const std::string& cwd,
+                                   const std::vector<sandbox::Bind>& binds) {
+    if (path.empty()) {
+        return usage(fmt::format("{}: an empty path", flag));
+    }
+    std::filesystem::path joined =
+        path.front() == '/' ? std::filesystem::path(path) : std::filesystem::path(cwd) / path;
+    std::string normal = joined.lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') {
+        normal.pop_back();
+    }
+    if (normal.empty() || normal.front() != '/') {
+        return usage(fmt::format("{} \"{}\": not an absolute path", flag, path));
+    }
+    const bool inside = std::any_of(binds.begin(), binds.end(), [&](const sandbox::Bind& bind) {
+        return is_within(normal, bind.target);
+    });
+    if (!inside) {
+        return usage(fmt::format(
+            "{} \"{}\": not inside the workspace or a --ro/--rw path, so there is nothing "
+            "there to protect; name a path inside them",
+            flag, path));
+    }
+    // The deepest part of the path that exists must be its own real path.
+    std::string existing = normal;
+    struct stat st {};
+    while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
+        existing = std::filesystem::path(existing).parent_path().string();
+    }
+    char resolved[PATH_MAX];
+    const bool resolves = ::realpath(existing.c_str(), resolved) != nullptr;
+    if (S_ISLNK(st.st_mode) || (resolves && existing != resolved)) {
+        return usage(fmt::format(
+            "{} \"{}\": \"{}\" is a symbolic link, which the sandbox cannot protect; name "
+            "the real path ({})",
+            flag, path, existing,
+            resolves ? fmt::format("\"{}\"", resolved) : std::string("it points nowhere")));
+    }
+    return normal;
+}
+
 // At level landlock the command shares the host's /tmp and /dev/shm, where other users' and
 // other jobs' files live. Give it a private temporary directory instead (TMPDIR), removed at
 // the end, and no write access to either shared directory.
@@ -407,6 +451,17 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     if (spec.isolation == Isolation::kLandlock) {
         spec.readable_paths = readable;
     }
+    for (const auto& path : options.masked_paths) {
+        ASSIGN_OR_RETURN(std::string checked,
+                         protected_path("--mask", path, caller.cwd, spec.binds));
+        spec.masked_paths.push_back(std::move(checked));
+    }
+    for (const auto& path : options.read_only_paths) {
+        ASSIGN_OR_RETURN(std::string checked,
+                         protected_path("--read-only", path, caller.cwd, spec.binds));
+        spec.read_only_paths.push_back(std::move(checked));
+    }
+    spec.path_rules_best_effort = options.path_rules_best_effort;
 
     // Working directory: where we are, if that is inside the workspace; else the workspace.
     if (!options.cwd.empty()) {

@@ -43,6 +43,15 @@ struct RunOptions {
     std::string cwd;
     std::optional<uint32_t> host_uid;
     std::optional<uint32_t> host_gid;
+    // Paths to hide (--mask) and to make read-only (--read-only) inside the sandbox: absolute,
+    // or relative to the caller's working directory; each must lie in the workspace or another
+    // bind (--ro, --rw, the image) and must not go through a symlink. Missing paths are
+    // skipped at launch. They need a mount namespace: at levels landlock and none the launch
+    // fails (exit 77), unless path_rules_best_effort (hardening defaults only; not a flag).
+    // runner/policy_enforcement.h turns deny rules into these lists.
+    std::vector<std::string> masked_paths;
+    std::vector<std::string> read_only_paths;
+    bool path_rules_best_effort = false;
     std::vector<std::string> command;
 };
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <linux/securebits.h>
 #include <poll.h>
 #include <sched.h>
@@ -188,6 +189,140 @@ int write_all_fd(int fd, const char* data, size_t len) noexcept {
     return 0;
 }
 
+// The target of a policy path op (kPin, kReadOnlyPath, kMaskPath), opened O_PATH beneath the
+// staged root without following any symlink on the way: the workspace is the sandbox's to
+// change between runs, and a symlink planted there must not redirect a mount. Returns the
+// descriptor, 0 with *fd = -1 for a missing path, or an errno (ELOOP: a symlink).
+int open_policy_target(const ChildPlan& plan, const MountOp& op, int* fd) noexcept {
+    *fd = -1;
+    const char* relative = op.target.c_str();
+    while (*relative == '/') {
+        ++relative;
+    }
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    // SAFETY: openat2 is a plain syscall; `how` lives on this stack.
+    long got = ::syscall(SYS_openat2, plan.staging_fd, relative, &how, sizeof how);
+    if (got < 0) {
+        return errno == ENOENT || errno == ENOTDIR ? 0 : errno;
+    }
+    *fd = static_cast<int>(got);
+    return 0;
+}
+
+// Attaches detached tree `tree` over the object `target_fd` refers to; closes `tree`.
+int attach_over(int tree, int target_fd) noexcept {
+    // SAFETY: move_mount of a detached tree onto a descriptor (no path lookup).
+    long rc = ::syscall(SYS_move_mount, tree, "", target_fd, "",
+                        MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+    int err = rc != 0 ? errno : 0;
+    ::close(tree);
+    return err;
+}
+
+// A detached clone of what `fd` refers to (and everything mounted beneath it), or -errno.
+int clone_tree(int fd, const char* path, unsigned int flags) noexcept {
+    // SAFETY: open_tree is a plain syscall.
+    long tree = ::syscall(SYS_open_tree, fd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | flags);
+    return tree < 0 ? -errno : static_cast<int>(tree);
+}
+
+// The private tmpfs the masks come from: an empty file and an empty directory, both mode 000.
+// Made once, on the first mask, detached (it is never mounted anywhere but under masks).
+int make_mask_fs(ChildPlan& plan) noexcept {
+    if (plan.mask_fs_fd >= 0) {
+        return 0;
+    }
+    // SAFETY: the new mount API, plain syscalls with constant strings.
+    int fs = static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC));
+    if (fs < 0) {
+        return errno;
+    }
+    int err = 0;
+    if (::syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "8k", 0) != 0 ||
+        ::syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "8", 0) != 0 ||
+        ::syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0555", 0) != 0 ||
+        ::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+        err = errno;
+        ::close(fs);
+        return err;
+    }
+    int mnt = static_cast<int>(::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                                         MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+    err = mnt < 0 ? errno : 0;
+    ::close(fs);
+    if (mnt < 0) {
+        return err;
+    }
+    int file = ::openat(mnt, "file", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+    if (file < 0 || ::mkdirat(mnt, "dir", 0) != 0) {
+        err = errno;
+        if (file >= 0) {
+            ::close(file);
+        }
+        ::close(mnt);
+        return err;
+    }
+    ::close(file);
+    plan.mask_fs_fd = mnt;
+    return 0;
+}
+
+// kPin, kReadOnlyPath, kMaskPath.
+int run_policy_op(ChildPlan& plan, const MountOp& op) noexcept {
+    int target = -1;
+    if (int err = open_policy_target(plan, op, &target); err != 0 || target < 0) {
+        return err;  // 0: missing, skipped
+    }
+    struct stat st {};
+    if (::fstat(target, &st) != 0) {
+        int err = errno;
+        ::close(target);
+        return err;
+    }
+    const bool is_dir = S_ISDIR(st.st_mode);
+    int tree = 0;  // a descriptor, or -errno
+    int err = 0;
+    switch (op.kind) {
+        case MountOpKind::kPin:
+            if (!is_dir) {
+                ::close(target);
+                return 0;  // no longer a directory: nothing of ours lies beneath it
+            }
+            tree = clone_tree(target, "", AT_EMPTY_PATH | AT_RECURSIVE);
+            break;
+        case MountOpKind::kReadOnlyPath:
+            tree = clone_tree(target, "", AT_EMPTY_PATH | AT_RECURSIVE);
+            if (tree >= 0) {
+                err = set_mount_attrs(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+            }
+            break;
+        case MountOpKind::kMaskPath:
+            err = make_mask_fs(plan);
+            tree = err != 0 ? -err : clone_tree(plan.mask_fs_fd, is_dir ? "dir" : "file", 0);
+            if (tree >= 0) {
+                err = set_mount_attrs(
+                    tree, "", AT_EMPTY_PATH,
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+            }
+            break;
+        default:
+            tree = -EINVAL;
+            break;
+    }
+    if (tree < 0) {
+        err = -tree;
+    } else if (err != 0) {
+        ::close(tree);
+    } else {
+        err = attach_over(tree, target);
+    }
+    ::close(target);
+    return err;
+}
+
 // One mount operation of the plan.
 int run_mount_op(ChildPlan& plan, const MountOp& op, const char* staged) noexcept {
     struct stat st {};
@@ -284,6 +419,10 @@ int run_mount_op(ChildPlan& plan, const MountOp& op, const char* staged) noexcep
                 return errno;
             }
             return 0;
+        case MountOpKind::kPin:
+        case MountOpKind::kReadOnlyPath:
+        case MountOpKind::kMaskPath:
+            return run_policy_op(plan, op);
         case MountOpKind::kFile: {
             if (int err = make_parents(staged, false); err != 0) {
                 return err;
@@ -351,10 +490,20 @@ void assemble_root(ChildPlan& plan) noexcept {
                 "mode=0755,size=4m,nr_inodes=4096") != 0) {
         fail(plan, ChildStep::kMountRoot, errno);
     }
+    plan.staging_fd = ::open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (plan.staging_fd < 0) {
+        fail(plan, ChildStep::kMountRoot, errno);
+    }
     for (size_t i = 0; i < plan.mounts.ops.size(); ++i) {
         if (int err = run_mount_op(plan, plan.mounts.ops[i], plan.staged[i].c_str()); err != 0) {
             fail(plan, ChildStep::kMountOp, err, static_cast<int>(i));
         }
+    }
+    ::close(plan.staging_fd);
+    plan.staging_fd = -1;
+    if (plan.mask_fs_fd >= 0) {
+        ::close(plan.mask_fs_fd);
+        plan.mask_fs_fd = -1;
     }
     if (int err = set_mount_attrs(AT_FDCWD, plan.staging.c_str(), 0,
                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);

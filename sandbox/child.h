@@ -95,6 +95,8 @@ struct ChildPlan {
     std::vector<std::string> staged;  // per op: "<staging>/<target>"
     std::string staging;              // where the new root is assembled
     std::string staged_dev_null;      // "<staging>/dev/null", the mask source
+    int staging_fd = -1;  // scratch: the root tmpfs, where policy paths are resolved beneath
+    int mask_fs_fd = -1;  // scratch: a private tmpfs holding the empty file and directory
 
     std::vector<char*> argv;  // NULL-terminated, pointing into the strings below
     std::vector<char*> envp;

@@ -194,9 +194,35 @@ Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec&
         case ChildStep::kMountOp:
             if (e.index >= 0 && index < plan.mounts.ops.size()) {
                 const MountOp& op = plan.mounts.ops[index];
-                std::string what = op.kind == MountOpKind::kBind
-                                       ? fmt::format("bind \"{}\" -> \"{}\"", op.data, op.target)
-                                       : fmt::format("mount \"{}\"", op.target);
+                std::string what;
+                switch (op.kind) {
+                    case MountOpKind::kBind:
+                        what = fmt::format("bind \"{}\" -> \"{}\"", op.data, op.target);
+                        break;
+                    case MountOpKind::kPin:
+                        what = fmt::format("pin \"{}\" (a parent of a masked or read-only path)",
+                                           op.target);
+                        break;
+                    case MountOpKind::kReadOnlyPath:
+                        what = fmt::format("make \"{}\" read-only", op.target);
+                        break;
+                    case MountOpKind::kMaskPath:
+                        what = fmt::format("mask \"{}\"", op.target);
+                        break;
+                    default:
+                        what = fmt::format("mount \"{}\"", op.target);
+                        break;
+                }
+                const bool policy_path = op.kind == MountOpKind::kPin ||
+                                         op.kind == MountOpKind::kReadOnlyPath ||
+                                         op.kind == MountOpKind::kMaskPath;
+                if (policy_path && e.err == ELOOP) {
+                    return Error{Errc::kFailedPrecondition,
+                                 fmt::format("sandbox setup: {}: the path is, or goes through, a "
+                                             "symbolic link, so it cannot be protected; replace "
+                                             "the link with the real file or directory",
+                                             what)};
+                }
                 Error err = errno_error(fmt::format("sandbox setup: {}", what), e.err);
                 if (op.kind == MountOpKind::kProc && e.err == EPERM) {
                     err.message +=
@@ -350,6 +376,28 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     const bool userns = has_user_ns(spec.isolation);
     const bool sandboxed = spec.isolation != Isolation::kNone;
     const bool root = ::geteuid() == 0;
+    // Masked and read-only paths are mounts: without a mount namespace they cannot be made,
+    // and running anyway would expose what a deny rule hides. Fail closed, unless the caller
+    // said they are best-effort hardening.
+    const size_t path_rules = spec.masked_paths.size() + spec.read_only_paths.size();
+    if (path_rules > 0 && !userns) {
+        const std::string& example =
+            spec.masked_paths.empty() ? spec.read_only_paths.front() : spec.masked_paths.front();
+        if (!spec.path_rules_best_effort) {
+            return Error{
+                Errc::kUnavailable,
+                fmt::format("{} path(s) must be hidden or made read-only in the sandbox (deny "
+                            "rules, --mask, --read-only; e.g. \"{}\"), which needs a mount "
+                            "namespace, and isolation level {} has none: use --isolation full "
+                            "or namespaces (`stockade doctor` shows which levels this host "
+                            "gives)",
+                            path_rules, example, isolation_name(spec.isolation))};
+        }
+        SPDLOG_LOGGER_WARN(log,
+                           "isolation level {} has no mount namespace: {} path(s) such as \"{}\" "
+                           "are not masked or made read-only",
+                           isolation_name(spec.isolation), path_rules, example);
+    }
 
     // 1. Prepare everything the child needs, so that it never allocates.
     ChildPlan plan;

@@ -1,5 +1,7 @@
 #include "sandbox/mount_plan.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace stockade::sandbox {
@@ -39,6 +41,12 @@ bool is_under(const std::string& path, const std::string& dir) {
     }
     return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
                            path[dir.size()] == '/');
+}
+
+std::vector<std::string> sorted_unique(std::vector<std::string> paths) {
+    std::sort(paths.begin(), paths.end());
+    paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+    return paths;
 }
 
 }  // namespace
@@ -134,7 +142,64 @@ MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& sour
             add_bind(i);
         }
     }
+    // 4. Policy paths, over every bind: pins, then read-only paths, then masks (a mask over a
+    //    read-only tree is read-only anyway; a read-only bind over a mask would be skipped as
+    //    missing). Each list sorted, so that parents come before children.
+    for (const std::string& dir : pinned_directories(spec)) {
+        plan.ops.push_back(MountOp{.kind = MountOpKind::kPin, .target = dir, .optional = true});
+    }
+    std::vector<std::string> masked = sorted_unique(spec.masked_paths);
+    for (const std::string& path : sorted_unique(spec.read_only_paths)) {
+        if (!std::binary_search(masked.begin(), masked.end(), path)) {
+            plan.ops.push_back(
+                MountOp{.kind = MountOpKind::kReadOnlyPath, .target = path, .optional = true});
+        }
+    }
+    for (const std::string& path : masked) {
+        plan.ops.push_back(
+            MountOp{.kind = MountOpKind::kMaskPath, .target = path, .optional = true});
+    }
     return plan;
+}
+
+std::vector<std::string> pinned_directories(const SandboxSpec& spec) {
+    std::vector<std::string> targets;
+    for (const Bind& bind : spec.binds) {
+        targets.push_back(bind.target);
+    }
+    std::sort(targets.begin(), targets.end());
+    std::vector<std::string> pins;
+    auto add_for = [&](const std::string& path) {
+        // The deepest bind holding the path decides: only beneath a writable one can a parent
+        // be renamed.
+        const Bind* holder = nullptr;
+        for (const Bind& bind : spec.binds) {
+            if (is_under(path, bind.target) &&
+                (holder == nullptr || bind.target.size() >= holder->target.size())) {
+                holder = &bind;
+            }
+        }
+        if (holder == nullptr || !holder->writable || path == holder->target) {
+            return;
+        }
+        const std::string& root = holder->target;
+        size_t at = root == "/" ? 0 : root.size();
+        for (;;) {
+            size_t slash = path.find('/', at + 1);
+            if (slash == std::string::npos) {
+                break;
+            }
+            std::string dir = path.substr(0, slash);
+            if (!std::binary_search(targets.begin(), targets.end(), dir)) {
+                pins.push_back(std::move(dir));
+            }
+            at = slash;
+        }
+    };
+    for (const std::string& path : spec.read_only_paths) {
+        add_for(path);
+    }
+    return sorted_unique(std::move(pins));
 }
 
 }  // namespace stockade::sandbox

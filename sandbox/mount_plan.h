@@ -20,6 +20,12 @@ enum class MountOpKind {
     kReadOnly,  // make an existing mount point (and everything below it) read-only
     kSymlink,   // symlink(`data`, `target`)
     kFile,      // write `data` to a new file `target` (mode `mode`)
+    // The spec's masked_paths and read_only_paths, after every bind. `target` is reached
+    // without following any symlink (a symlink fails the launch); a missing target is skipped.
+    kPin,           // a directory becomes a mount point of its own (same flags): no rename/rmdir
+    kReadOnlyPath,  // a read-only bind of the path (file or directory) over itself
+    kMaskPath,      // an empty read-only file (mode 000) over a file, an empty read-only
+                    // directory (mode 000) over a directory, from a private tmpfs
 };
 
 struct MountOp {
@@ -44,8 +50,15 @@ extern const char* const kProcMaskedFiles[];
 extern const char* const kProcMaskedDirs[];
 extern const char* const kProcReadOnly[];
 
-// Orders the spec's binds, tmpfs mounts, /dev, /proc, generated files and symlinks.
+// Orders the spec's binds, tmpfs mounts, /dev, /proc, generated files and symlinks, then the
+// masked and read-only paths (with the pins that keep read-only paths' parents in place).
 // `source_is_dir` tells, per spec bind, whether the host source is a directory.
 MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& source_is_dir);
+
+// The directories to pin for the spec's read-only paths: for each path, every directory
+// strictly between the deepest writable bind target holding it and the path itself, parents
+// first, without duplicates and without bind targets (already mount points). Masked paths are
+// not pinned: moving a parent away takes the mask along, and hides nothing more than before.
+std::vector<std::string> pinned_directories(const SandboxSpec& spec);
 
 }  // namespace stockade::sandbox

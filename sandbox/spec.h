@@ -78,6 +78,21 @@ struct SandboxSpec {
     std::vector<Bind> binds{};  // in mount order; parents before children
     std::vector<GeneratedFile> files{};
     std::vector<Symlink> symlinks{};
+    // Paths hidden and paths made read-only inside the sandbox (absolute, normalised, each
+    // beneath a bind target), applied after every bind, whichever bind they sit under. A masked
+    // file is covered by an empty file, a masked directory by an empty directory, both
+    // read-only and mode 000; a read-only path becomes a read-only bind of itself, and each
+    // directory between the enclosing writable bind and it becomes a mount point of its own,
+    // so that it cannot be renamed or removed to put something writable at the path. A path
+    // in both lists is masked, and its parents pinned.
+    // Missing paths are skipped; a path that is (or goes through) a symlink at launch fails it.
+    // They need a mount namespace: see path_rules_best_effort.
+    std::vector<std::string> masked_paths{};
+    std::vector<std::string> read_only_paths{};
+    // At a level without a mount namespace (landlock, none) masked/read-only paths cannot be
+    // applied: false (the default) fails the launch; true runs without them (a warning is
+    // logged). For hardening defaults, not for paths that deny rules name.
+    bool path_rules_best_effort = false;
     std::vector<std::string> writable_paths{};  // Landlock: where writes are allowed
     std::vector<std::string> readable_paths{};  // Landlock at level kLandlock: where reads are
     Limits limits;

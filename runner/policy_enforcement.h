@@ -1,0 +1,49 @@
+// Policy enforcement in the sandbox (DESIGN.md §5): the analysis of a bash command is advisory,
+// so deny rules on paths must also hold for whatever a command does. enforcement_for() walks
+// the workspace and turns every deny rule for reading into masks and every deny rule for
+// writing into read-only paths, for RunOptions::masked_paths / read_only_paths (and so for
+// SandboxSpec, sandbox/spec.h).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "policy/policy.h"
+#include "runner/run_command.h"
+
+namespace stockade::runner {
+
+struct Enforcement {
+    // Real paths in the workspace, sorted, nothing beneath a masked directory.
+    std::vector<std::string> masked_paths;     // reading denied (Read rules): hidden
+    std::vector<std::string> read_only_paths;  // writing denied (Edit/Write rules; a path in
+                                               // both lists is masked and its parents pinned),
+                                               // and the defaults .git/hooks and .git/config
+    // What could not be enforced or was left out, one sentence each, for the session's log.
+    std::vector<std::string> notes;
+    // True when a deny rule matched something: the sandbox must apply the lists (a level with
+    // a mount namespace). False when they hold only the defaults (hardening, best effort).
+    bool from_rules = false;
+};
+
+// Walks `workspace_root` (absolute; the root the policy was loaded with) without following
+// symlinks, except that a symlink to a directory inside the workspace is walked once under
+// its own name, so that rules about paths through it reach the real files. A path is masked
+// when reading it is denied by a rule (Policy::evaluate_one on a file.read request of the read
+// tool: denied, and by a rule rather than by the preset's default; in ci and hosted modes an
+// ask rule counts, as nobody can approve); read-only when writing it is (file.write, edit
+// tool). A directory is masked (or made read-only) whole when it matches itself, or when
+// every entry in it does and so would a new one; else its entries are, one by one. Masked
+// directories are not walked. A matching symlink protects its target when that lies in the
+// workspace (else a note). Other names (hard links) of a protected file found in the walk are
+// protected too. Stops after `max_entries` entries with a note: what lies beyond is not
+// protected.
+Enforcement enforcement_for(const policy::Policy& policy, const std::string& workspace_root,
+                            size_t max_entries = 200000);
+
+// Adds the lists to `options` (masked_paths, read_only_paths), best effort when they hold
+// only the defaults.
+void apply_enforcement(const Enforcement& enforcement, RunOptions& options);
+
+}  // namespace stockade::runner
