@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -30,6 +31,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
+#include "runner/mcp/elicitation.h"
 #include "runner/mcp/jsonrpc.h"
 #include "runner/mcp/line_framer.h"
 #include "runner/mcp/protocol.h"
@@ -42,6 +44,10 @@ using jsonrpc::ErrorCode;
 using nlohmann::json;
 
 constexpr std::size_t kReadChunk = std::size_t{64} << 10;
+// The longest an elicit() waits, whatever its timeout says.
+constexpr std::chrono::milliseconds kMaxElicitTimeout = std::chrono::hours(24);
+// How long the answers carried in a 2026-07-28 requestState stay valid.
+constexpr std::chrono::milliseconds kRequestStateTtl = std::chrono::hours(1);
 
 std::shared_ptr<spdlog::logger> logger() {
     static const auto runner_logger = log::get("runner");
@@ -223,8 +229,25 @@ private:
         std::vector<std::string> known_tools;  // the names `name` was checked against
         std::stop_source stop;
         std::mutex progress_mu;
-        std::optional<double> last_progress;  // guarded by progress_mu
-        bool finished = false;                // guarded by progress_mu
+        std::optional<double> last_progress;           // guarded by progress_mu
+        bool finished = false;                         // guarded by progress_mu
+        std::atomic<bool> cancelled_by_client{false};  // notifications/cancelled, not EOF
+        // 2026-07-28 multi round-trip requests (set by the reader before the call is queued).
+        json input_responses;                   // params.inputResponses: an object, or null
+        json carried_answers = json::object();  // from a verified params.requestState
+        std::mutex elicit_mu;
+        json used_answers = json::object();  // guarded by elicit_mu: answers applied this round
+        json input_requests;                 // guarded by elicit_mu: to send back, or null
+    };
+
+    // A legacy elicitation/create in flight, waiting for the client's response.
+    // Guarded by pending_mu_.
+    struct PendingElicit {
+        std::condition_variable_any cv;
+        bool done = false;    // the client answered
+        bool closed = false;  // the connection is shutting down
+        json result;
+        json error;
     };
 
     // ---- reader ------------------------------------------------------------------------------
@@ -311,8 +334,32 @@ private:
                                     notification->method, e.what());
             }
         } else {
-            SPDLOG_LOGGER_DEBUG(logger(), "mcp response from client ignored (we send no requests)");
+            handle_response(std::get<jsonrpc::Response>(message));
         }
+    }
+
+    // A response from the client: the answer to one of our elicitation/create requests. Anything
+    // else (an unknown or late id, an id we could not have sent) is logged and dropped; a
+    // response is never answered.
+    void handle_response(jsonrpc::Response& response) {
+        if (!response.id.is_string()) {
+            SPDLOG_LOGGER_WARN(logger(), "mcp response with a non-string id dropped id_type={}",
+                               response.id.type_name());
+            return;
+        }
+        const auto& id = response.id.get_ref<const std::string&>();
+        {
+            std::lock_guard lock(pending_mu_);
+            if (auto it = pending_.find(id); it != pending_.end() && !it->second->done) {
+                it->second->done = true;
+                it->second->result = std::move(response.result);
+                it->second->error = std::move(response.error);
+                it->second->cv.notify_all();
+                return;
+            }
+        }
+        SPDLOG_LOGGER_WARN(logger(), "mcp response to no pending request dropped id={}",
+                           id.substr(0, 64));
     }
 
     void handle_request(jsonrpc::Request& request) {
@@ -444,11 +491,41 @@ private:
             }
             arguments = *args;
         }
+        const auto& tool_name = name->get_ref<const std::string&>();
+        json input_responses;
+        json carried_answers = json::object();
+        if (protocol.modern) {
+            // Multi round-trip requests: the answers to an earlier input_required result.
+            if (auto r = params.find("inputResponses"); r != params.end() && !r->is_null()) {
+                if (!r->is_object()) {
+                    send_error(request.id, ErrorCode::kInvalidParams,
+                               "tools/call params.inputResponses must be an object");
+                    return;
+                }
+                input_responses = *r;
+            }
+            if (auto st = params.find("requestState"); st != params.end() && !st->is_null()) {
+                if (!st->is_string()) {
+                    send_error(request.id, ErrorCode::kInvalidParams,
+                               "tools/call params.requestState must be a string");
+                    return;
+                }
+                auto answers =
+                    request_state_.open(st->get_ref<const std::string&>(), tool_name, arguments);
+                if (!answers) {
+                    SPDLOG_LOGGER_WARN(logger(), "mcp requestState rejected call={} why={}",
+                                       jsonrpc::id_text(request.id), answers.error().message);
+                    send_error(request.id, ErrorCode::kInvalidParams,
+                               "Invalid requestState: " + answers.error().message);
+                    return;
+                }
+                carried_answers = std::move(*answers);
+            }
+        }
         auto tools = list_tools(request.id);
         if (!tools) {
             return;
         }
-        const auto& tool_name = name->get_ref<const std::string&>();
         auto known = tool_names(*tools);
         if (std::find(known.begin(), known.end(), tool_name) == known.end()) {
             SPDLOG_LOGGER_INFO(logger(), "mcp unknown tool call={} tool={}",
@@ -464,6 +541,8 @@ private:
         call->arguments = std::move(arguments);
         call->protocol = std::move(protocol);
         call->known_tools = std::move(known);
+        call->input_responses = std::move(input_responses);
+        call->carried_answers = std::move(carried_answers);
         {
             std::lock_guard lock(calls_mu_);
             if (calls_.contains(call->key)) {
@@ -526,6 +605,7 @@ private:
         }
         SPDLOG_LOGGER_INFO(logger(), "mcp call cancelled call={} tool={} reason={}",
                            jsonrpc::id_text(id), call->name, reason);
+        call->cancelled_by_client = true;
         call->stop.request_stop();
     }
 
@@ -576,7 +656,12 @@ private:
                 },
             .protocol_version = call.protocol.version,
             .client_info = call.protocol.client_info,
-            .client_capabilities = call.protocol.client_capabilities};
+            .client_capabilities = call.protocol.client_capabilities,
+            .elicit = supports_form_elicitation(call.protocol.client_capabilities)
+                          ? ElicitFn([this, shared_call](const ElicitRequest& request) {
+                                return elicit(*shared_call, request);
+                            })
+                          : ElicitFn()};
         SPDLOG_LOGGER_INFO(logger(), "mcp call start call={} tool={}", request_id, call.name);
         const auto start = std::chrono::steady_clock::now();
         std::optional<ToolCallResult> result;
@@ -596,6 +681,18 @@ private:
                                 std::chrono::steady_clock::now() - start)
                                 .count();
         if (call.stop.stop_requested()) {
+            json input_requests;
+            {
+                std::lock_guard lock(call.elicit_mu);
+                input_requests = std::move(call.input_requests);
+            }
+            if (!input_requests.is_null() && !call.cancelled_by_client && !closing_) {
+                SPDLOG_LOGGER_INFO(logger(),
+                                   "mcp call end call={} tool={} input_required dur_ms={}",
+                                   request_id, call.name, dur_ms);
+                send_input_required(call, std::move(input_requests));
+                return;
+            }
             // MCP cancellation: the receiver SHOULD NOT respond to a cancelled request.
             SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} cancelled dur_ms={}",
                                request_id, call.name, dur_ms);
@@ -656,7 +753,218 @@ private:
         send(jsonrpc::encode_notification("notifications/progress", std::move(params)));
     }
 
+    // ---- elicitation (docs/protocol.md §6) ----------------------------------------------------
+
+    Result<ElicitResponse> elicit(Call& call, const ElicitRequest& request) {
+        if (call.protocol.modern) {
+            return elicit_by_input_required(call, request);
+        }
+        return elicit_by_request(call, request);
+    }
+
+    // 2025 era: an elicitation/create request to the client; waits for its response.
+    Result<ElicitResponse> elicit_by_request(Call& call, const ElicitRequest& request) {
+        ASSIGN_OR_RETURN(json params, elicit_params(request, call.protocol.version));
+        if (request.timeout <= std::chrono::milliseconds::zero()) {
+            return Error{.code = Errc::kInvalidArgument,
+                         .message = "elicit: the timeout must be positive",
+                         .sys_errno = 0};
+        }
+        const std::string id = "stockade-elicit-" + std::to_string(++elicit_ids_);
+        json schema = params["requestedSchema"];
+        std::string line = jsonrpc::dump({{"jsonrpc", "2.0"},
+                                          {"id", id},
+                                          {"method", kElicitMethod},
+                                          {"params", std::move(params)}});
+        if (line.size() > options_.max_message_bytes) {
+            return Error{.code = Errc::kInvalidArgument,
+                         .message = "elicit: the question is over the message size limit",
+                         .sys_errno = 0};
+        }
+        const std::stop_token stop = call.stop.get_token();
+        auto pending = std::make_shared<PendingElicit>();
+        {
+            std::lock_guard lock(pending_mu_);
+            if (pending_closed_ || stop.stop_requested()) {
+                return Error{.code = Errc::kCancelled,
+                             .message = "elicit: the call was cancelled",
+                             .sys_errno = 0};
+            }
+            pending_.emplace(id, pending);
+        }
+        SPDLOG_LOGGER_INFO(logger(), "mcp elicitation sent call={} request={}",
+                           jsonrpc::id_text(call.id), id);
+        send(std::move(line));
+
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::min(request.timeout, kMaxElicitTimeout);
+        bool answered = false;
+        bool closed = false;
+        json result;
+        json error;
+        {
+            std::unique_lock lock(pending_mu_);
+            answered = pending->cv.wait_until(lock, stop, deadline,
+                                              [&] { return pending->done || pending->closed; });
+            pending_.erase(id);
+            closed = pending->closed && !pending->done;
+            if (answered && !closed) {
+                result = std::move(pending->result);
+                error = std::move(pending->error);
+            }
+        }
+        if (closed) {
+            return Error{.code = Errc::kCancelled,
+                         .message = "elicit: the connection closed before the user answered",
+                         .sys_errno = 0};
+        }
+        if (!answered) {
+            const bool cancelled = stop.stop_requested();
+            SPDLOG_LOGGER_INFO(logger(), "mcp elicitation withdrawn call={} request={} why={}",
+                               jsonrpc::id_text(call.id), id,
+                               cancelled ? "call cancelled" : "timeout");
+            // Tells the client to close the question (2025-11-25 cancellation).
+            send(jsonrpc::encode_notification(
+                "notifications/cancelled",
+                {{"requestId", id},
+                 {"reason", cancelled ? "The tool call was cancelled."
+                                      : "The server stopped waiting for an answer."}}));
+            if (cancelled) {
+                return Error{.code = Errc::kCancelled,
+                             .message = "elicit: the call was cancelled",
+                             .sys_errno = 0};
+            }
+            return Error{.code = Errc::kDeadlineExceeded,
+                         .message = "elicit: no answer from the user within " +
+                                    std::to_string(request.timeout.count()) + " ms",
+                         .sys_errno = 0};
+        }
+        if (!error.is_null()) {
+            if (!result.is_null()) {
+                return Error{.code = Errc::kInvalidArgument,
+                             .message =
+                                 "elicit: the client's response has both a result and an "
+                                 "error",
+                             .sys_errno = 0};
+            }
+            return client_error(error);
+        }
+        auto response = parse_elicit_result(result, schema);
+        if (!response) {
+            SPDLOG_LOGGER_WARN(logger(), "mcp elicitation answer rejected call={} why={}",
+                               jsonrpc::id_text(call.id), response.error().message);
+            return Error{.code = Errc::kInvalidArgument,
+                         .message = "elicit: " + response.error().message,
+                         .sys_errno = 0};
+        }
+        SPDLOG_LOGGER_INFO(logger(), "mcp elicitation answered call={} request={} action={}",
+                           jsonrpc::id_text(call.id), id, response->action);
+        return response;
+    }
+
+    static Error client_error(const json& error) {
+        std::string text = "the client answered elicitation/create with an error";
+        if (error.is_object()) {
+            if (auto code = error.find("code"); code != error.end() && code->is_number_integer()) {
+                text += " " + std::to_string(code->get<std::int64_t>());
+            }
+            if (auto message = error.find("message");
+                message != error.end() && message->is_string()) {
+                text += ": " + message->get_ref<const std::string&>().substr(0, 200);
+            }
+        }
+        return Error{.code = Errc::kUnavailable, .message = "elicit: " + text, .sys_errno = 0};
+    }
+
+    // 2026-07-28: no server-to-client requests. The answer comes with the request (the client
+    // retrying after an input_required result), or the question goes back in one.
+    Result<ElicitResponse> elicit_by_input_required(Call& call, const ElicitRequest& request) {
+        ASSIGN_OR_RETURN(json params, elicit_params(request, call.protocol.version));
+        const std::string key = input_request_key(params);
+        const json* answer = nullptr;
+        for (const json* answers : {&call.input_responses, &call.carried_answers}) {
+            if (answer == nullptr && answers->is_object()) {
+                if (auto it = answers->find(key); it != answers->end()) {
+                    answer = &*it;
+                }
+            }
+        }
+        if (answer != nullptr) {
+            auto response = parse_elicit_result(*answer, params["requestedSchema"]);
+            if (!response) {
+                SPDLOG_LOGGER_WARN(logger(), "mcp input response rejected call={} key={} why={}",
+                                   jsonrpc::id_text(call.id), key, response.error().message);
+                return Error{.code = Errc::kInvalidArgument,
+                             .message = "elicit: " + response.error().message,
+                             .sys_errno = 0};
+            }
+            {
+                std::lock_guard lock(call.elicit_mu);
+                call.used_answers[key] = *answer;
+            }
+            SPDLOG_LOGGER_INFO(logger(), "mcp input response applied call={} key={} action={}",
+                               jsonrpc::id_text(call.id), key, response->action);
+            return response;
+        }
+        json input_request = {{"method", kElicitMethod}, {"params", std::move(params)}};
+        if (jsonrpc::dump(input_request).size() > options_.max_message_bytes / 2) {
+            return Error{.code = Errc::kInvalidArgument,
+                         .message = "elicit: the question is over the message size limit",
+                         .sys_errno = 0};
+        }
+        {
+            std::lock_guard lock(call.elicit_mu);
+            if (call.input_requests.is_null()) {  // one question per round trip
+                call.input_requests = {{key, std::move(input_request)}};
+            }
+        }
+        SPDLOG_LOGGER_INFO(logger(), "mcp input required call={} key={}", jsonrpc::id_text(call.id),
+                           key);
+        call.stop.request_stop();
+        return Error{.code = Errc::kCancelled,
+                     .message =
+                         "elicit: the question goes back to the client in an "
+                         "input_required result; the client retries the call with the "
+                         "answer",
+                     .sys_errno = 0};
+    }
+
+    void send_input_required(Call& call, json input_requests) {
+        json result = {{"resultType", "input_required"},
+                       {"inputRequests", std::move(input_requests)}};
+        json answers;
+        {
+            std::lock_guard lock(call.elicit_mu);
+            answers = call.carried_answers;
+            answers.update(call.used_answers);
+        }
+        if (!answers.empty()) {
+            // Earlier answers ride along, sealed, so that a call asking several questions does
+            // not ask the first one again.
+            result["requestState"] =
+                request_state_.seal(call.name, call.arguments, answers, kRequestStateTtl);
+        }
+        result["_meta"][std::string(kMetaServerInfo)] = server_info(options_);
+        std::string line = jsonrpc::encode_result(call.id, std::move(result));
+        if (line.size() > options_.max_message_bytes) {
+            SPDLOG_LOGGER_ERROR(logger(), "mcp input_required over limit bytes={}", line.size());
+            line = jsonrpc::encode_error(call.id, ErrorCode::kInternalError,
+                                         "Internal error: the reply exceeded the message limit");
+        }
+        send(std::move(line));
+    }
+
     void shutdown() {
+        closing_ = true;
+        {
+            // Legacy elicitations fail at once: nobody is left to answer them.
+            std::lock_guard lock(pending_mu_);
+            pending_closed_ = true;
+            for (auto& [id, pending] : pending_) {
+                pending->closed = true;
+                pending->cv.notify_all();
+            }
+        }
         std::size_t cancelled = 0;
         {
             std::lock_guard lock(calls_mu_);
@@ -754,7 +1062,14 @@ private:
     std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // queued + running
     std::deque<std::shared_ptr<Call>> queue_;                       // waiting for a worker
     bool shutting_down_ = false;
+    std::atomic<bool> closing_{false};  // shutdown() began: no more replies to calls
     std::vector<std::thread> workers_;
+
+    std::mutex pending_mu_;
+    std::unordered_map<std::string, std::shared_ptr<PendingElicit>> pending_;  // by request id
+    bool pending_closed_ = false;  // guarded by pending_mu_
+    std::atomic<std::uint64_t> elicit_ids_{0};
+    RequestStateSealer request_state_;  // per connection: a new process rejects old states
 };
 
 McpServer::McpServer(ToolHost& host, ServerOptions options)

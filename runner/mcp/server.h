@@ -2,8 +2,10 @@
 // another, and runs tools/call on a bounded pool of worker threads over a ToolHost.
 //
 // It answers both protocol eras (docs/protocol.md): `initialize` (2025-11-25, 2025-06-18) and
-// the stateless per-request `_meta` of 2026-07-28 with `server/discover`. Nothing but protocol
-// is written to the output fd; logs go through spdlog (stderr).
+// the stateless per-request `_meta` of 2026-07-28 with `server/discover`. A tool call can ask
+// the user through the client (CallInfo::elicit): an elicitation/create request in the 2025
+// era, an input_required result under 2026-07-28. Nothing but protocol is written to the output
+// fd; logs go through spdlog (stderr).
 //
 //   stockade::mcp::McpServer server(host, {.version = "0.1.0"});
 //   Status s = server.run(STDIN_FILENO, STDOUT_FILENO);  // returns at EOF

@@ -3,6 +3,7 @@
 // DESIGN.md §3). Tests and the e2e fake server implement it with literals.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <stop_token>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "common/result.h"
 
 namespace stockade::mcp {
 
@@ -40,16 +43,61 @@ struct ToolInfo {
 using ProgressFn =
     std::function<void(double done, std::optional<double> total, std::string message)>;
 
+// A question for the user, asked through the client (MCP elicitation, form mode).
+struct ElicitRequest {
+    // Shown to the user as is. MCP forbids asking for secrets (passwords, tokens) in form mode.
+    std::string message;
+    // The form: a flat JSON Schema object whose properties are primitives, e.g.
+    //   {"type": "object", "properties": {"reason": {"type": "string"}}, "required": ["reason"]}
+    // Property types: "string" (with optional enum/oneOf/format/minLength/maxLength), "number",
+    // "integer", "boolean", or "array" of string enums. Null or {} means an empty form: the user
+    // only accepts, declines or cancels. Anything else is refused (kInvalidArgument) unsent.
+    nlohmann::json requested_schema;
+    // How long to wait for the user. Then the client is told the question is withdrawn
+    // (notifications/cancelled) and elicit() returns kDeadlineExceeded. Capped at 24 h.
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+};
+
+struct ElicitResponse {
+    std::string action;  // "accept" (the user submitted the form), "decline", or "cancel"
+    // "accept": the submitted values, an object checked against requested_schema (required
+    // properties present, values of the declared types, enum values from the enum; properties
+    // not in the schema are dropped). "decline" and "cancel": null.
+    nlohmann::json content;
+
+    [[nodiscard]] bool accepted() const { return action == "accept"; }
+};
+
+// Asks the user and waits for the answer. Thread-safe; blocks the calling (tool) thread.
+// Errors: kInvalidArgument (a bad request, or a malformed answer from the client),
+// kDeadlineExceeded (no answer within the timeout), kUnavailable (the client answered with an
+// error), kCancelled (the call was cancelled, the connection closed, or, under 2026-07-28, the
+// question was sent back to the client: see CallInfo::elicit). Every error means "no answer":
+// fall back as if elicitation were not available. Must not be called after call_tool() returned.
+using ElicitFn = std::function<Result<ElicitResponse>(const ElicitRequest&)>;
+
 struct CallInfo {
     std::string request_id;  // the JSON-RPC id: a string, or an integer in decimal
     std::stop_token stop;    // requested on notifications/cancelled and at input EOF
     ProgressFn progress;     // never empty
     // The protocol revision the request is served under, and what the client declared in it
-    // (initialize params in the 2025 era, the request's _meta from 2026-07-28 on). Use the
-    // capabilities, e.g. to decide whether an `ask` can become an elicitation.
+    // (initialize params in the 2025 era, the request's _meta from 2026-07-28 on).
     std::string protocol_version;
     nlohmann::json client_info;          // MCP Implementation, or null
     nlohmann::json client_capabilities;  // MCP ClientCapabilities, or an empty object
+    // Asks the user through the client. Empty when the client did not declare form-mode
+    // elicitation (capabilities.elicitation {} or {"form": {}}) for this request.
+    //   2025-11-25 / 2025-06-18: sends an elicitation/create request and blocks until the
+    //     client answers.
+    //   2026-07-28 (no server-to-client requests; "multi round-trip requests"): an answer the
+    //     client sent with this request (params.inputResponses) is returned at once. Otherwise
+    //     the call's stop token is requested, elicit() returns kCancelled, and once call_tool()
+    //     returns, its result is replaced by an input_required result carrying the question;
+    //     the client retries the whole call with the answer. So under 2026-07-28 a call that
+    //     asks runs again from the start: ask before doing anything with side effects.
+    ElicitFn elicit;
+
+    [[nodiscard]] bool can_elicit() const { return static_cast<bool>(elicit); }
 };
 
 struct ToolCallResult {

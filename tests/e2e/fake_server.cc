@@ -1,8 +1,9 @@
-// mcp_fake_server: McpServer on stdin/stdout with two literal tools, `echo` and `fail`, so the
-// e2e suite can drive the protocol with the official TypeScript SDK before `stockade serve`
-// exists. Logs go to stderr (SPDLOG_LEVEL=debug shows every message).
+// mcp_fake_server: McpServer on stdin/stdout with literal tools, `echo`, `fail` and `confirm`
+// (asks the user through MCP elicitation), so the e2e suite can drive the protocol with the
+// official TypeScript SDK. Logs go to stderr (SPDLOG_LEVEL=debug shows every message).
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ namespace {
 
 using nlohmann::json;
 using stockade::mcp::CallInfo;
+using stockade::mcp::ElicitRequest;
 using stockade::mcp::ToolCallResult;
 using stockade::mcp::ToolInfo;
 
@@ -46,11 +48,25 @@ public:
                                      .destructive_hint = false,
                                      .idempotent_hint = true,
                                      .open_world_hint = false}},
+            ToolInfo{.name = "confirm",
+                     .title = "Confirm",
+                     .description = "Asks the user to allow or deny (MCP elicitation) and returns "
+                                    "the answer.",
+                     .input_schema = {{"type", "object"},
+                                      {"properties",
+                                       {{"question",
+                                         {{"type", "string"},
+                                          {"description", "What to ask the user."}}}}}},
+                     .output_schema = nullptr,
+                     .annotations = {.read_only_hint = true,
+                                     .destructive_hint = false,
+                                     .idempotent_hint = false,
+                                     .open_world_hint = false}},
         };
     }
 
     ToolCallResult call_tool(const std::string& name, const json& arguments,
-                             const CallInfo& /*info*/) override {
+                             const CallInfo& info) override {
         if (name == "echo") {
             auto text = arguments.find("text");
             if (text == arguments.end() || !text->is_string()) {
@@ -72,7 +88,44 @@ public:
                     .structured = nullptr,
                     .unknown_tool = false};
         }
+        if (name == "confirm") {
+            return confirm(arguments, info);
+        }
         return {.text = "", .is_error = false, .structured = nullptr, .unknown_tool = true};
+    }
+
+private:
+    static ToolCallResult confirm(const json& arguments, const CallInfo& info) {
+        if (!info.can_elicit()) {
+            return {.text = "This client cannot ask the user (no form elicitation capability).",
+                    .is_error = true,
+                    .structured = nullptr,
+                    .unknown_tool = false};
+        }
+        auto question = arguments.find("question");
+        auto answer = info.elicit(
+            ElicitRequest{.message = question != arguments.end() && question->is_string()
+                                         ? question->get<std::string>()
+                                         : std::string("Allow?"),
+                          .requested_schema = {{"type", "object"},
+                                               {"properties",
+                                                {{"decision",
+                                                  {{"type", "string"},
+                                                   {"title", "Decision"},
+                                                   {"enum", {"once", "deny"}},
+                                                   {"enumNames", {"Allow once", "Deny"}}}}}},
+                                               {"required", {"decision"}}},
+                          .timeout = std::chrono::seconds(30)});
+        if (!answer) {
+            return {.text = "No answer: " + answer.error().message,
+                    .is_error = true,
+                    .structured = nullptr,
+                    .unknown_tool = false};
+        }
+        return {.text = answer->action,
+                .is_error = false,
+                .structured = {{"action", answer->action}, {"content", answer->content}},
+                .unknown_tool = false};
     }
 };
 
@@ -85,7 +138,7 @@ int main() {
     options.name = "stockade-fake";
     options.title = "Stockade (fake tools)";
     options.version = "0.0.0-e2e";
-    options.instructions = "Test server: echo and fail only.";
+    options.instructions = "Test server: echo, fail and confirm only.";
     stockade::mcp::McpServer server(tools, options);
     auto status = server.run(STDIN_FILENO, STDOUT_FILENO);
     if (!status) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <future>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -30,11 +31,11 @@ using testing::IsOk;
 
 // Tools: echo (text back, structured length), fail (isError), block (waits for its stop
 // token), progress (three reports, one of them repeated), vanish (listed, but the host then
-// says it does not exist).
+// says it does not exist), and, when with_ask is set, ask (elicits; see ask()).
 class FakeHost : public ToolHost {
 public:
     std::vector<ToolInfo> list_tools() override {
-        return {
+        std::vector<ToolInfo> tools = {
             ToolInfo{.name = "echo",
                      .title = "Echo",
                      .description = "Returns its text.",
@@ -74,6 +75,16 @@ public:
                      .output_schema = nullptr,
                      .annotations = {}},
         };
+        if (with_ask) {
+            tools.push_back(
+                ToolInfo{.name = "ask",
+                         .title = "",
+                         .description = "Asks the user.",
+                         .input_schema = {{"type", "object"}, {"additionalProperties", true}},
+                         .output_schema = nullptr,
+                         .annotations = {}});
+        }
+        return tools;
     }
 
     ToolCallResult call_tool(const std::string& name, const json& arguments,
@@ -118,6 +129,9 @@ public:
                     .structured = nullptr,
                     .unknown_tool = false};
         }
+        if (name == "ask") {
+            return ask(arguments, info);
+        }
         if (name == "progress") {
             info.progress(1, 3, "one");
             info.progress(1, 3, "one again");  // not an increase: dropped
@@ -136,11 +150,80 @@ public:
         return started_;
     }
     int stopped() const { return stopped_.load(); }
+
+    // The errors elicit() returned, as errc names, once `count` asks have returned.
+    std::vector<std::string> wait_ask_errors(std::size_t count) {
+        std::unique_lock lock(mu_);
+        cv_.wait_for(lock, 5s, [&] { return asks_returned_ >= count; });
+        return ask_errors_;
+    }
+
+    bool with_ask = false;
     bool sigpipe_blocked_in_a_tool() const { return sigpipe_blocked_in_a_tool_.load(); }
 
 private:
+    // ask: elicits arguments.message (default "Allow the call?") with arguments.schema (default
+    // a required "decision" enum of once/deny), waiting arguments.timeout_ms (default 5000);
+    // with arguments.twice, asks "Really?" (an empty form) after an accepted first answer. The
+    // result: {"answers": [{"action", "content"}...]}, or an isError naming the elicit error.
+    ToolCallResult ask(const json& arguments, const CallInfo& info) {
+        if (!info.can_elicit()) {
+            return {.text = "cannot elicit",
+                    .is_error = true,
+                    .structured = nullptr,
+                    .unknown_tool = false};
+        }
+        std::vector<ElicitRequest> questions = {ElicitRequest{
+            .message = arguments.value("message", "Allow the call?"),
+            .requested_schema =
+                arguments.value("schema", json({{"type", "object"},
+                                                {"properties",
+                                                 {{"decision",
+                                                   {{"type", "string"},
+                                                    {"enum", {"once", "deny"}},
+                                                    {"enumNames", {"Allow once", "Deny"}}}}}},
+                                                {"required", {"decision"}}})),
+            .timeout = std::chrono::milliseconds(arguments.value("timeout_ms", 5000))}};
+        if (arguments.value("twice", false)) {
+            questions.push_back(
+                ElicitRequest{.message = "Really?", .requested_schema = nullptr, .timeout = 5s});
+        }
+        json answers = json::array();
+        for (const auto& question : questions) {
+            auto answer = info.elicit(question);
+            if (!answer) {
+                std::string errc = errc_name(answer.error().code);
+                {
+                    std::lock_guard lock(mu_);
+                    ask_errors_.push_back(errc);
+                    ++asks_returned_;
+                }
+                cv_.notify_all();
+                return {.text = errc + ": " + answer.error().message,
+                        .is_error = true,
+                        .structured = {{"errc", errc}},
+                        .unknown_tool = false};
+            }
+            answers.push_back({{"action", answer->action}, {"content", answer->content}});
+            if (!answer->accepted()) {
+                break;
+            }
+        }
+        {
+            std::lock_guard lock(mu_);
+            ++asks_returned_;
+        }
+        cv_.notify_all();
+        return {.text = "answered",
+                .is_error = false,
+                .structured = {{"answers", std::move(answers)}},
+                .unknown_tool = false};
+    }
+
     std::mutex mu_;
     std::condition_variable cv_;
+    std::size_t asks_returned_ = 0;
+    std::vector<std::string> ask_errors_;
     std::vector<std::string> started_;
     std::atomic<int> stopped_{0};
     std::atomic<bool> sigpipe_blocked_in_a_tool_{false};
@@ -235,13 +318,18 @@ protected:
                 {"io.modelcontextprotocol/clientInfo", {{"name", "test"}, {"version", "0"}}}};
     }
 
-    void initialize(const std::string& version = "2025-11-25") {
+    void initialize(const std::string& version = "2025-11-25", json capabilities = json::object()) {
         request(0, "initialize",
                 {{"protocolVersion", version},
-                 {"capabilities", json::object()},
+                 {"capabilities", std::move(capabilities)},
                  {"clientInfo", {{"name", "test"}, {"version", "0"}}}});
         ASSERT_EQ(next()["result"]["protocolVersion"], version);
         notify("notifications/initialized", json::object());
+    }
+
+    // Answers a request of the server's (an elicitation/create).
+    void respond(const json& id, json result) {
+        send({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
     }
 
     testing::FdLeakChecker fd_leak_checker_;
@@ -565,6 +653,389 @@ TEST_F(McpServerTest, NoProgressWithoutAToken) {
     json reply = call(1, "progress");
     EXPECT_EQ(reply["id"], 1);
     EXPECT_EQ(reply["result"]["content"][0]["text"], "done");
+}
+
+// ---- elicitation, 2025 era: elicitation/create requests ------------------------------------
+
+const json kElicitCapability = {{"elicitation", json::object()}};
+
+// Checks that `message` is an elicitation/create request with one of our ids.
+void expect_elicitation(const json& message) {
+    EXPECT_EQ(message["jsonrpc"], "2.0");
+    EXPECT_EQ(message["method"], "elicitation/create") << message;
+    ASSERT_TRUE(message["id"].is_string()) << message;
+    EXPECT_TRUE(message["id"].get<std::string>().starts_with("stockade-elicit-")) << message;
+}
+
+TEST_F(McpServerTest, ElicitationAcceptedGivesTheToolTheCheckedContent) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(1, "tools/call",
+            {{"name", "ask"}, {"arguments", {{"message", "Allow rm -rf build?"}}}});
+    json question = next();
+    expect_elicitation(question);
+    EXPECT_EQ(question["params"], json({{"mode", "form"},
+                                        {"message", "Allow rm -rf build?"},
+                                        {"requestedSchema",
+                                         {{"type", "object"},
+                                          {"properties",
+                                           {{"decision",
+                                             {{"type", "string"},
+                                              {"enum", {"once", "deny"}},
+                                              {"enumNames", {"Allow once", "Deny"}}}}}},
+                                          {"required", {"decision"}}}}}));
+    respond(question["id"], {{"action", "accept"}, {"content", {{"decision", "once"}, {"x", 1}}}});
+    json reply = next();
+    EXPECT_EQ(reply["id"], 1);
+    EXPECT_EQ(reply["result"]["isError"], false);
+    EXPECT_EQ(reply["result"]["structuredContent"],
+              json({{"answers", {{{"action", "accept"}, {"content", {{"decision", "once"}}}}}}}))
+        << "a property outside the schema is dropped";
+}
+
+TEST_F(McpServerTest, ElicitationDeclinedAndCancelledCarryNoContent) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", {{"elicitation", {{"form", json::object()}}}});
+    request(1, "tools/call", {{"name", "ask"}});
+    json question = next();
+    expect_elicitation(question);
+    respond(question["id"], {{"action", "decline"}, {"content", {{"decision", "once"}}}});
+    EXPECT_EQ(next()["result"]["structuredContent"]["answers"],
+              json({{{"action", "decline"}, {"content", nullptr}}}));
+    request(2, "tools/call", {{"name", "ask"}});
+    question = next();
+    expect_elicitation(question);
+    respond(question["id"], {{"action", "cancel"}});
+    EXPECT_EQ(next()["result"]["structuredContent"]["answers"],
+              json({{{"action", "cancel"}, {"content", nullptr}}}));
+}
+
+TEST_F(McpServerTest, ElicitationErrorResponseIsAnElicitError) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}});
+    json question = next();
+    expect_elicitation(question);
+    send({{"jsonrpc", "2.0"},
+          {"id", question["id"]},
+          {"error", {{"code", -32601}, {"message", "no elicitation here"}}}});
+    json reply = next();
+    EXPECT_EQ(reply["result"]["isError"], true);
+    EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "unavailable");
+    EXPECT_NE(reply["result"]["content"][0]["text"].get<std::string>().find("-32601"),
+              std::string::npos);
+}
+
+TEST_F(McpServerTest, NoElicitWithoutTheFormCapability) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", json::object());
+    EXPECT_EQ(call(1, "ask")["result"]["content"][0]["text"], "cannot elicit");
+    initialize("2025-11-25", {{"elicitation", {{"url", json::object()}}}});
+    EXPECT_EQ(call(2, "ask")["result"]["content"][0]["text"], "cannot elicit")
+        << "URL mode alone is no form mode";
+    initialize("2025-11-25", {{"elicitation", true}});
+    EXPECT_EQ(call(3, "ask")["result"]["content"][0]["text"], "cannot elicit");
+}
+
+TEST_F(McpServerTest, Elicitation20250618HasNoMode) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-06-18", kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}});
+    json question = next();
+    expect_elicitation(question);
+    EXPECT_FALSE(question["params"].contains("mode"));
+    respond(question["id"], {{"action", "accept"}, {"content", {{"decision", "deny"}}}});
+    EXPECT_EQ(next()["result"]["structuredContent"]["answers"][0]["content"]["decision"], "deny");
+}
+
+TEST_F(McpServerTest, CallCancelledWhileAskingWithdrawsTheQuestionAndGetsNoResponse) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(7, "tools/call", {{"name", "ask"}});
+    json question = next();
+    expect_elicitation(question);
+    notify("notifications/cancelled", {{"requestId", 7}});
+    EXPECT_EQ(
+        next(),
+        json({{"jsonrpc", "2.0"},
+              {"method", "notifications/cancelled"},
+              {"params",
+               {{"requestId", question["id"]}, {"reason", "The tool call was cancelled."}}}}));
+    EXPECT_EQ(host_.wait_ask_errors(1), std::vector<std::string>{"cancelled"});
+    respond(question["id"], {{"action", "accept"}, {"content", {{"decision", "once"}}}});  // late
+    request(8, "ping");
+    EXPECT_EQ(next()["id"], 8);
+    EXPECT_TRUE(next(300ms).is_null()) << "a cancelled call must get no response";
+}
+
+TEST_F(McpServerTest, EofWhileAskingEndsTheElicitationPromptly) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}, {"arguments", {{"timeout_ms", 60000}}}});
+    expect_elicitation(next());
+    const auto before = std::chrono::steady_clock::now();
+    client_out_.reset();
+    ASSERT_EQ(run_.wait_for(5s), std::future_status::ready);
+    EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
+    EXPECT_THAT(run_.get(), IsOk());
+    EXPECT_EQ(host_.wait_ask_errors(1), std::vector<std::string>{"cancelled"});
+}
+
+TEST_F(McpServerTest, ElicitationTimeoutWithdrawsTheQuestion) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}, {"arguments", {{"timeout_ms", 100}}}});
+    json question = next();
+    expect_elicitation(question);
+    json withdrawn = next();
+    EXPECT_EQ(withdrawn["method"], "notifications/cancelled");
+    EXPECT_EQ(withdrawn["params"]["requestId"], question["id"]);
+    json reply = next();
+    EXPECT_EQ(reply["id"], 1);
+    EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "deadline-exceeded");
+    respond(question["id"], {{"action", "accept"}, {"content", {{"decision", "once"}}}});  // late
+    request(2, "ping");
+    EXPECT_EQ(next(), json({{"jsonrpc", "2.0"}, {"id", 2}, {"result", json::object()}}));
+}
+
+TEST_F(McpServerTest, StrayAndMalformedResponsesNeverCrashTheServer) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}});
+    json question = next();
+    expect_elicitation(question);
+    respond("stockade-elicit-999", {{"action", "accept"}});
+    respond(5, {{"action", "accept"}});
+    send_raw(R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}})"
+             "\n");
+    send_raw(R"({"jsonrpc":"2.0","id":{"a":1},"result":{}})"
+             "\n");
+    send_raw(R"({"jsonrpc":"2.0","result":{}})"
+             "\n");
+    request(2, "ping");
+    EXPECT_EQ(next(), json({{"jsonrpc", "2.0"}, {"id", 2}, {"result", json::object()}}))
+        << "stray responses get no reply";
+    respond(question["id"], {{"action", "maybe"}});
+    json reply = next();
+    EXPECT_EQ(reply["id"], 1);
+    EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "invalid-argument");
+    respond(question["id"], {{"action", "accept"}});  // answered already: dropped
+    request(3, "ping");
+    EXPECT_EQ(next()["id"], 3);
+}
+
+TEST_F(McpServerTest, AcceptedContentIsCheckedAgainstTheSchema) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    const json bad_answers[] = {
+        {{"action", "accept"}, {"content", "once"}},                    // not an object
+        {{"action", "accept"}, {"content", json::object()}},            // required missing
+        {{"action", "accept"}, {"content", {{"decision", "always"}}}},  // not in the enum
+        {{"action", "accept"}, {"content", {{"decision", 1}}}},         // wrong type
+        {{"action", 7}},                                                // action not a string
+        json::array(),                                                  // not an object
+    };
+    int id = 1;
+    for (const auto& bad : bad_answers) {
+        request(id, "tools/call", {{"name", "ask"}});
+        json question = next();
+        expect_elicitation(question);
+        respond(question["id"], bad);
+        json reply = next();
+        EXPECT_EQ(reply["id"], id);
+        EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "invalid-argument") << bad;
+        ++id;
+    }
+    // Both a result and an error.
+    request(id, "tools/call", {{"name", "ask"}});
+    json question = next();
+    expect_elicitation(question);
+    send({{"jsonrpc", "2.0"},
+          {"id", question["id"]},
+          {"result", {{"action", "cancel"}}},
+          {"error", {{"code", 1}, {"message", "x"}}}});
+    EXPECT_EQ(next()["result"]["structuredContent"]["errc"], "invalid-argument");
+}
+
+TEST_F(McpServerTest, ABadQuestionIsRefusedUnsent) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    const json nested = {
+        {"type", "object"},
+        {"properties", {{"where", {{"type", "object"}, {"properties", json::object()}}}}}};
+    json reply = call(1, "ask", {{"schema", nested}});
+    EXPECT_EQ(reply["id"], 1) << "no elicitation/create for a nested form";
+    EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "invalid-argument");
+    reply = call(2, "ask", {{"schema", {{"type", "array"}}}});
+    EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "invalid-argument");
+    reply = call(3, "ask", {{"timeout_ms", 0}});
+    EXPECT_EQ(reply["result"]["structuredContent"]["errc"], "invalid-argument");
+}
+
+TEST_F(McpServerTest, ConcurrentElicitationsGetTheirOwnAnswers) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}, {"arguments", {{"message", "one"}}}});
+    request(2, "tools/call", {{"name", "ask"}, {"arguments", {{"message", "two"}}}});
+    json a = next();
+    json b = next();
+    expect_elicitation(a);
+    expect_elicitation(b);
+    EXPECT_NE(a["id"], b["id"]);
+    for (const json& q : {b, a}) {
+        respond(q["id"],
+                {{"action", "accept"},
+                 {"content", {{"decision", q["params"]["message"] == "one" ? "once" : "deny"}}}});
+    }
+    std::map<int, std::string> decisions;
+    for (int i = 0; i < 2; ++i) {
+        json reply = next();
+        decisions[reply["id"].get<int>()] =
+            reply["result"]["structuredContent"]["answers"][0]["content"]["decision"];
+    }
+    EXPECT_EQ(decisions, (std::map<int, std::string>{{1, "once"}, {2, "deny"}}));
+}
+
+// ---- elicitation, 2026-07-28: input_required results ----------------------------------------
+
+json modern_meta_with(json capabilities) {
+    return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities", std::move(capabilities)}};
+}
+
+TEST_F(McpServerTest, ModernAskIsAnInputRequiredResultAndTheRetryCompletes) {
+    host_.with_ask = true;
+    start();
+    const json meta = modern_meta_with(kElicitCapability);
+    request(1, "tools/call",
+            {{"name", "ask"}, {"arguments", {{"message", "Allow?"}}}, {"_meta", meta}});
+    json result = next()["result"];
+    EXPECT_EQ(result["resultType"], "input_required");
+    EXPECT_FALSE(result.contains("requestState"));
+    EXPECT_FALSE(result.contains("content"));
+    ASSERT_EQ(result["inputRequests"].size(), 1U);
+    const std::string key = result["inputRequests"].begin().key();
+    EXPECT_TRUE(key.starts_with("stockade-elicit-"));
+    const json& input = result["inputRequests"][key];
+    EXPECT_EQ(input["method"], "elicitation/create");
+    EXPECT_EQ(input["params"]["mode"], "form");
+    EXPECT_EQ(input["params"]["message"], "Allow?");
+    EXPECT_EQ(input["params"]["requestedSchema"]["required"], json({"decision"}));
+    EXPECT_EQ(result["_meta"]["io.modelcontextprotocol/serverInfo"], kServerInfo);
+    EXPECT_TRUE(next(200ms).is_null()) << "one reply: the input_required result";
+
+    request(2, "tools/call",
+            {{"name", "ask"},
+             {"arguments", {{"message", "Allow?"}}},
+             {"inputResponses",
+              {{key, {{"action", "accept"}, {"content", {{"decision", "once"}}}}},
+               {"unrelated", {{"x", 1}}}}},
+             {"_meta", meta}});
+    json reply = next();
+    EXPECT_EQ(reply["id"], 2);
+    EXPECT_EQ(reply["result"]["resultType"], "complete");
+    EXPECT_EQ(reply["result"]["structuredContent"]["answers"],
+              json({{{"action", "accept"}, {"content", {{"decision", "once"}}}}}));
+
+    // An answer to another question (other arguments, so another message) does not apply.
+    request(
+        3, "tools/call",
+        {{"name", "ask"},
+         {"arguments", {{"message", "Allow something else?"}}},
+         {"inputResponses", {{key, {{"action", "accept"}, {"content", {{"decision", "once"}}}}}}},
+         {"_meta", meta}});
+    EXPECT_EQ(next()["result"]["resultType"], "input_required");
+}
+
+TEST_F(McpServerTest, ModernAskWithoutTheCapabilityCannotElicit) {
+    host_.with_ask = true;
+    start();
+    initialize("2025-11-25", kElicitCapability);  // a legacy session does not leak into 2026
+    request(1, "tools/call", {{"name", "ask"}, {"_meta", modern_meta_with(json::object())}});
+    EXPECT_EQ(next()["result"]["content"][0]["text"], "cannot elicit");
+}
+
+TEST_F(McpServerTest, ModernMalformedInputResponseIsAnElicitError) {
+    host_.with_ask = true;
+    start();
+    const json meta = modern_meta_with(kElicitCapability);
+    request(1, "tools/call", {{"name", "ask"}, {"_meta", meta}});
+    const std::string key = next()["result"]["inputRequests"].begin().key();
+    request(2, "tools/call",
+            {{"name", "ask"}, {"inputResponses", {{key, {{"action", "yes"}}}}}, {"_meta", meta}});
+    EXPECT_EQ(next()["result"]["structuredContent"]["errc"], "invalid-argument");
+    request(3, "tools/call", {{"name", "ask"}, {"inputResponses", "x"}, {"_meta", meta}});
+    EXPECT_EQ(next()["error"]["code"], -32602);
+    request(4, "tools/call", {{"name", "ask"}, {"requestState", 5}, {"_meta", meta}});
+    EXPECT_EQ(next()["error"]["code"], -32602);
+}
+
+TEST_F(McpServerTest, ModernSecondQuestionCarriesTheFirstAnswerInASealedRequestState) {
+    host_.with_ask = true;
+    start();
+    const json meta = modern_meta_with(kElicitCapability);
+    const json args = {{"twice", true}};
+    request(1, "tools/call", {{"name", "ask"}, {"arguments", args}, {"_meta", meta}});
+    json first = next()["result"];
+    const std::string key1 = first["inputRequests"].begin().key();
+    const json answer1 = {{"action", "accept"}, {"content", {{"decision", "once"}}}};
+
+    request(2, "tools/call",
+            {{"name", "ask"},
+             {"arguments", args},
+             {"inputResponses", {{key1, answer1}}},
+             {"_meta", meta}});
+    json second = next()["result"];
+    EXPECT_EQ(second["resultType"], "input_required");
+    const std::string key2 = second["inputRequests"].begin().key();
+    EXPECT_NE(key1, key2);
+    EXPECT_EQ(second["inputRequests"][key2]["params"]["message"], "Really?");
+    EXPECT_EQ(second["inputRequests"][key2]["params"]["requestedSchema"],
+              json({{"type", "object"}, {"properties", json::object()}}));
+    ASSERT_TRUE(second["requestState"].is_string());
+    const std::string state = second["requestState"];
+
+    const json answer2 = {{"action", "accept"}};
+    request(3, "tools/call",
+            {{"name", "ask"},
+             {"arguments", args},
+             {"inputResponses", {{key2, answer2}}},
+             {"requestState", state},
+             {"_meta", meta}});
+    json done = next()["result"];
+    EXPECT_EQ(done["resultType"], "complete");
+    EXPECT_EQ(done["structuredContent"]["answers"],
+              json({{{"action", "accept"}, {"content", {{"decision", "once"}}}},
+                    {{"action", "accept"}, {"content", json::object()}}}));
+
+    // A tampered state, or one presented with other arguments, is rejected.
+    std::string tampered = state;
+    tampered[tampered.size() - 3] = tampered[tampered.size() - 3] == 'a' ? 'b' : 'a';
+    request(4, "tools/call",
+            {{"name", "ask"},
+             {"arguments", args},
+             {"inputResponses", {{key2, answer2}}},
+             {"requestState", tampered},
+             {"_meta", meta}});
+    EXPECT_EQ(next()["error"]["code"], -32602);
+    request(5, "tools/call",
+            {{"name", "ask"},
+             {"arguments", {{"twice", true}, {"message", "other"}}},
+             {"requestState", state},
+             {"_meta", meta}});
+    EXPECT_EQ(next()["error"]["code"], -32602);
 }
 
 TEST_F(McpServerTest, RequestsBeforeInitializeAreServedLeniently) {
