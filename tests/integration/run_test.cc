@@ -592,7 +592,9 @@ TEST_F(RunTest, NoCgroupDirectoryRemainsAfterTheRun) {
 
 TEST_F(RunTest, SandboxDiesWhenStockadeIsKilled) {
     SKIP_WITHOUT_NAMESPACES();
-    const std::vector<std::string> sleeper{"sleep", "1000"};
+    // A duration no other test uses (the root and user runs of this suite run side by side).
+    const std::string duration = "1000." + std::to_string(::getpid());
+    const std::vector<std::string> sleeper{"sleep", duration};
     std::vector<pid_t> before = processes_with_cmdline(sleeper);
     std::string ns_file = workspace_ + "/pid-ns";
     RunConfig config;
@@ -600,7 +602,8 @@ TEST_F(RunTest, SandboxDiesWhenStockadeIsKilled) {
     ChildProcess child = start_stockade(
         run_args({}, {"/bin/sh", "-c",
                       "readlink /proc/self/ns/pid > pid-ns.tmp && mv pid-ns.tmp pid-ns; "
-                      "exec sleep 1000"}),
+                      "exec sleep " +
+                          duration}),
         config);
     ASSERT_TRUE(child.running());
     std::string ns;
@@ -635,7 +638,8 @@ TEST_F(RunTest, SandboxDiesWhenStockadeIsKilled) {
             new_sleepers.push_back(pid);
         }
     }
-    EXPECT_THAT(new_sleepers, ::testing::IsEmpty()) << "`sleep 1000` outlived stockade";
+    EXPECT_THAT(new_sleepers, ::testing::IsEmpty())
+        << "`sleep " << duration << "` outlived stockade";
 
     // Never leave a stray process or cgroup on the host, whatever the outcome. A SIGKILLed
     // supervisor cannot remove its cgroup itself, so that is not part of this case.
