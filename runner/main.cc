@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "runner/doctor_command.h"
+#include "runner/policy_command.h"
 #include "runner/run_command.h"
 #include "runner/serve_command.h"
 #include "runner/session_worker.h"
@@ -72,6 +73,22 @@ void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
     app.add_option("--tmp-size", o.tmp_size, "Size of the sandbox's /tmp (default 1G)");
 }
 
+void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
+    app.add_option("--policy", p.files,
+                   "A settings file with permission rules (repeatable; Claude Code's "
+                   ".claude/settings.json works as it is)");
+    app.add_option("--mode", p.mode,
+                   "local (an ask prompts the user), ci (an ask is a deny, no network) or hosted");
+    app.add_option("--preset", p.preset,
+                   "What no rule decides: read-only, workspace-write (default) or "
+                   "danger-full-access");
+    app.add_option("--allow", p.allow, "An allow rule, e.g. 'Bash(npm run test:*)' (repeatable)");
+    app.add_option("--ask", p.ask, "An ask rule (repeatable)");
+    app.add_option("--deny", p.deny, "A deny rule, e.g. 'Read(./.env)' (repeatable)");
+    app.add_flag("--no-user-settings", p.no_user_settings,
+                 "Ignore ~/.config/stockade/settings.json");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,6 +121,7 @@ int main(int argc, char** argv) {
     serve->add_option("--process-log-cap", serve_options.process_log_cap,
                       "Per-process output log size; output past it is not kept on disk "
                       "(default 8G)");
+    add_policy_options(*serve, serve_options.policy);
     add_sandbox_options(*serve, serve_options.sandbox);
 
     stockade::runner::CallOptions call_options;
@@ -121,7 +139,31 @@ int main(int argc, char** argv) {
                    "Print the whole result (content, structuredContent, isError) as JSON");
     call->add_option("--process-log-cap", call_options.process_log_cap,
                      "Per-process output log size (as for serve)");
+    add_policy_options(*call, call_options.policy);
     add_sandbox_options(*call, call_options.sandbox);
+
+    CLI::App* policy = app.add_subcommand("policy", "Check settings files; explain a decision");
+    policy->require_subcommand(1);
+    stockade::runner::PolicyCheckOptions check_options;
+    CLI::App* check = policy->add_subcommand(
+        "check", "Validate settings files: every problem, then exit 0 (valid) or 1");
+    check->add_option("files", check_options.files, "Settings files")->required();
+    check->add_option("--workspace", check_options.workspace,
+                      "Workspace that ./x rules refer to (default: the current directory)");
+    stockade::runner::PolicyExplainOptions explain_options;
+    CLI::App* explain = policy->add_subcommand("explain",
+                                               "How the policy decides one call: stockade policy "
+                                               "explain bash '{\"command\": \"curl x\"}'");
+    explain
+        ->add_option("tool", explain_options.tool, "read, write, edit, grep, glob, bash or process")
+        ->required();
+    explain
+        ->add_option("arguments", explain_options.arguments, "The call's arguments, a JSON object")
+        ->required();
+    explain->add_option("--workspace", explain_options.workspace,
+                        "Project directory (default: the current directory)");
+    explain->add_flag("--json", explain_options.json, "Print the explanation as JSON");
+    add_policy_options(*explain, explain_options.policy);
 
     try {
         app.parse(argc, argv);
@@ -133,7 +175,7 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::string where = "stockade";
-        for (CLI::App* verb : {run, doctor, serve, call}) {
+        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain}) {
             if (verb->parsed()) {
                 where += " " + verb->get_name();
             }
@@ -152,6 +194,12 @@ int main(int argc, char** argv) {
     }
     if (call->parsed()) {
         return stockade::runner::call_command(call_options);
+    }
+    if (check->parsed()) {
+        return stockade::runner::policy_check_command(check_options);
+    }
+    if (explain->parsed()) {
+        return stockade::runner::policy_explain_command(explain_options);
     }
     return kExitUsage;
 }

@@ -30,13 +30,12 @@ void stop_on_signal(int) {
     }
 }
 
-Result<std::unique_ptr<Session>> open_session(const std::string& workspace,
-                                              const std::string& state_dir,
-                                              const std::string& resume,
-                                              const std::string& process_log_cap,
-                                              const RunOptions& sandbox) {
+Result<std::unique_ptr<Session>> open_session(
+    const std::string& workspace, const std::string& state_dir, const std::string& resume,
+    const std::string& process_log_cap, const PolicyFlags& policy, const RunOptions& sandbox) {
     SessionConfig config{
         .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox};
+    config.policy = policy;
     if (!process_log_cap.empty()) {
         auto cap = parse_size(process_log_cap);
         if (!cap) {
@@ -75,7 +74,7 @@ int serve_command(const ServeOptions& options) {
     UniqueFd in_fd(proto_in);
     UniqueFd out_fd(proto_out);
     auto session = open_session(options.workspace, options.state_dir, options.resume,
-                                options.process_log_cap, options.sandbox);
+                                options.process_log_cap, options.policy, options.sandbox);
     if (!session) {
         fmt::print(stderr, "stockade serve: {}\n", session.error().message);
         return session.error().code == Errc::kInvalidArgument ||
@@ -127,7 +126,7 @@ int call_command(const CallOptions& options) {
         return kExitUsage;
     }
     auto session = open_session(options.workspace, options.state_dir, "", options.process_log_cap,
-                                options.sandbox);
+                                options.policy, options.sandbox);
     if (!session) {
         fmt::print(stderr, "stockade call: {}\n", session.error().message);
         return kExitUsage;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "runner/policy_setup.h"
 #include "runner/run_command.h"
 
 namespace stockade::runner {
@@ -12,6 +13,7 @@ struct ServeOptions {
     std::string state_dir{};
     std::string resume{};
     std::string process_log_cap{};  // --process-log-cap SIZE; empty: the default (8G)
+    PolicyFlags policy{};
     RunOptions sandbox{};  // --isolation, --network, --memory, --pids, --cpu, --tmp-size
 };
 
@@ -27,6 +29,7 @@ struct CallOptions {
     std::string arguments{};  // JSON object text
     bool json = false;        // print the whole result, not only the model-facing text
     std::string process_log_cap{};
+    PolicyFlags policy{};
     RunOptions sandbox{};
 };
 

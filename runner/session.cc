@@ -15,6 +15,9 @@
 
 #include "common/log.h"
 #include "common/syscall.h"
+#include "policy/tool_requests.h"
+#include "runner/policy_enforcement.h"
+#include "runner/policy_gate.h"
 #include "tools/process_tools.h"
 
 namespace stockade::runner {
@@ -100,6 +103,15 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     }
     std::unique_ptr<Session> session(new Session());
     session->workspace_ = resolved;
+    std::vector<std::string> policy_warnings;
+    auto loaded = load_policy(config.policy, session->workspace_, policy_warnings);
+    if (!loaded) {
+        return std::move(loaded).error();
+    }
+    session->policy_ = std::make_unique<policy::Policy>(std::move(loaded).value());
+    for (const auto& warning : policy_warnings) {
+        SPDLOG_LOGGER_WARN(log::get("runner"), "policy: {}", warning);
+    }
     std::string state = config.state_dir.empty() ? default_state_dir() : config.state_dir;
     std::string id = config.resume.empty() ? new_session_id() : config.resume;
     if (!config.resume.empty() &&
@@ -120,14 +132,36 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         session->tools_.push_back(std::move(tool));
     }
     EventLog* raw_log = session->log_.get();
+    // Deny rules on paths become masks and read-only mounts in the worker's view, so that
+    // they hold for whatever a command does; network.access decides the network namespace.
+    RunOptions sandbox = config.sandbox;
+    Enforcement enforcement = enforcement_for(*session->policy_, session->workspace_);
+    for (const auto& note : enforcement.notes) {
+        SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
+    }
+    apply_enforcement(enforcement, sandbox);
+    const policy::RequestOutcome network = session->policy_->evaluate_one(
+        policy::CapabilityRequest{.kind = policy::CapabilityKind::kNetworkAccess, .tool = "bash"});
+    if (sandbox.network == "none" && network.decision == policy::Decision::kAllow) {
+        sandbox.network = "host";
+    }
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
                                                      .spill_dir = session->paths_.tool_output,
-                                                     .sandbox = config.sandbox},
+                                                     .sandbox = sandbox},
                                         [raw_log](std::string_view type, nlohmann::json fields) {
                                             raw_log->append(type, std::move(fields), true);
                                         });
     int next_process = 1;
+    session->log_->append("PolicyLoaded",
+                          {{"preset", policy::preset_name(session->policy_->preset())},
+                           {"mode", policy::mode_name(session->policy_->mode())},
+                           {"rules", session->policy_->rules().size()},
+                           {"warnings", policy_warnings},
+                           {"masked", enforcement.masked_paths},
+                           {"read_only", enforcement.read_only_paths},
+                           {"network", sandbox.network}},
+                          false);
     if (!config.resume.empty()) {
         size_t restored = session->replay_stamps(next_process);
         session->log_->append("SessionResumed", {{"stamps", restored}}, true);
@@ -201,6 +235,9 @@ size_t Session::replay_stamps(int& next_process) {
 std::vector<mcp::ToolInfo> Session::list_tools() {
     std::vector<mcp::ToolInfo> out;
     for (const auto& tool : tools_) {
+        if (policy_->hidden(tool->name())) {
+            continue;  // denied as a whole: the model is not shown what it cannot use
+        }
         tools::ToolAnnotations a = tool->annotations();
         out.push_back(mcp::ToolInfo{.name = std::string(tool->name()),
                                     .title = std::string(tool->title()),
@@ -241,6 +278,8 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
         result.content = valid.error().message;
         result.is_error = true;
+    } else if (auto refused = gate(name, arguments, info, call_id)) {
+        result = std::move(*refused);
     } else {
         log_->append("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
         tools::ToolContext ctx{.session_id = paths_.id,
@@ -290,6 +329,99 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                                .is_error = result.is_error,
                                .structured = std::move(result.metadata),
                                .unknown_tool = false};
+}
+
+std::optional<tools::ToolResult> Session::gate(const std::string& name,
+                                               const nlohmann::json& arguments,
+                                               const mcp::CallInfo& info,
+                                               const std::string& call_id) {
+    // Paths in commands resolve as in the sandbox, whose HOME is /tmp.
+    const policy::RequestContext ctx{.workspace_root = workspace_, .cwd = "", .home = "/tmp"};
+    auto requests = policy::tool_requests(name, arguments, ctx);
+    auto refusal = [&](std::string text, const policy::CallDecision* decision) {
+        tools::ToolResult r;
+        r.content = std::move(text);
+        r.is_error = true;
+        nlohmann::json meta = {{"decision", "deny"}};
+        if (decision != nullptr) {
+            meta["decision"] = policy::decision_name(decision->decision);
+            if (const auto* o = decision->deciding_outcome(); o != nullptr && o->rule) {
+                meta["rule"] = o->rule->text;
+                meta["origin"] = o->rule->origin;
+            }
+        }
+        r.metadata = {{"title", fmt::format("{} refused by policy", name)}, {"policy", meta}};
+        return r;
+    };
+    if (!requests) {
+        return refusal(requests.error().message, nullptr);
+    }
+    {
+        std::lock_guard lock(grants_mu_);
+        std::erase_if(*requests, [&](const policy::CapabilityRequest& r) {
+            return grants_.contains(grant_key(r));
+        });
+    }
+    policy::CallDecision decision = policy_->evaluate(*requests);
+    nlohmann::json decided = {
+        {"call", call_id}, {"tool", name}, {"decision", policy::decision_name(decision.decision)}};
+    if (const auto* o = decision.deciding_outcome()) {
+        decided["kind"] = policy::capability_kind_name(o->request.kind);
+        decided["reason"] = o->reason;
+        if (o->rule) {
+            decided["rule"] = o->rule->text;
+            decided["origin"] = o->rule->origin;
+            decided["layer"] = policy::layer_name(o->rule->layer);
+        }
+    }
+    log_->append("ToolDecided", std::move(decided), decision.decision == policy::Decision::kDeny);
+
+    switch (decision.decision) {
+        case policy::Decision::kAllow:
+            return std::nullopt;
+        case policy::Decision::kDeny:
+            return refusal(denial_text(decision, policy_->preset(), policy_->mode()), &decision);
+        case policy::Decision::kAsk:
+            break;
+    }
+    if (!info.elicit) {
+        return refusal(ask_unavailable_text(decision, policy_->preset()), &decision);
+    }
+    AskPrompt prompt = ask_prompt(name, arguments, decision, policy_->preset());
+    log_->append("ToolAsked", {{"call", call_id}, {"tool", name}, {"message", prompt.message}},
+                 false);
+    auto answer = info.elicit(mcp::ElicitRequest{.message = prompt.message,
+                                                 .requested_schema = prompt.schema,
+                                                 .timeout = std::chrono::minutes(10)});
+    if (!answer && info.stop.stop_requested()) {
+        // Cancelled, or (2026-07-28) the question went back to the client, which will retry
+        // the call with the answer: nothing was answered yet.
+        return refusal(declined_text(decision, "cancel"), &decision);
+    }
+    std::string action = answer ? answer->action : std::string("error");
+    std::string choice;
+    if (answer && answer->action == "accept" && answer->content.is_object()) {
+        choice = answer->content.value("decision", "");
+    }
+    log_->append("ToolAnswered",
+                 {{"call", call_id},
+                  {"tool", name},
+                  {"action", action},
+                  {"decision", choice},
+                  {"error", answer ? std::string() : answer.error().message}},
+                 true);
+    if (choice == "once" || choice == "session") {
+        if (choice == "session") {
+            std::lock_guard lock(grants_mu_);
+            for (const auto& outcome : decision.outcomes) {
+                if (outcome.decision == policy::Decision::kAsk) {
+                    grants_.insert(grant_key(outcome.request));
+                }
+            }
+        }
+        return std::nullopt;
+    }
+    return refusal(declined_text(decision, choice == "deny" ? "deny" : action), &decision);
 }
 
 mcp::ToolCallResult Session::call(const std::string& name, const nlohmann::json& arguments,

@@ -5,11 +5,15 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "common/result.h"
 #include "runner/event_log.h"
 #include "runner/mcp/tool_host.h"
+#include "runner/policy_setup.h"
 #include "runner/process_manager.h"
 #include "runner/run_command.h"
 #include "runner/session_worker.h"
@@ -28,6 +32,7 @@ struct SessionConfig {
     uint64_t spill_cap_bytes = 512ULL << 20;
     // Per process log (process-logs/<id>.log): output past it is not kept on disk.
     uint64_t process_log_cap_bytes = uint64_t{8} << 30;
+    PolicyFlags policy{};  // --policy, --mode, --preset, --allow/--ask/--deny
 };
 
 class Session final : public mcp::ToolHost {
@@ -39,6 +44,7 @@ public:
 
     [[nodiscard]] const SessionPaths& paths() const noexcept { return paths_; }
     [[nodiscard]] const std::string& workspace() const noexcept { return workspace_; }
+    [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
     // Starts the worker now, so that a host that cannot sandbox fails at start-up.
     Status start_worker();
 
@@ -57,6 +63,10 @@ private:
     // Rebuilds the file stamps from FileRead/FileModified events of a resumed session, and
     // finds the next free process number.
     size_t replay_stamps(int& next_process);
+    // Steps 2–4 of a call: its capability requests, the policy's decision, and an ask put to
+    // the user when the client can elicit. nullopt: run the call; else the refusal to return.
+    std::optional<tools::ToolResult> gate(const std::string& name, const nlohmann::json& arguments,
+                                          const mcp::CallInfo& info, const std::string& call_id);
 
     std::string workspace_;
     SessionPaths paths_;
@@ -68,6 +78,9 @@ private:
     tools::FileStamps stamps_;
     tools::FileLocks locks_;
     std::vector<std::unique_ptr<tools::Tool>> tools_;
+    std::unique_ptr<policy::Policy> policy_;
+    std::mutex grants_mu_;
+    std::set<std::string> grants_;  // guarded by grants_mu_: asks answered "for the session"
 };
 
 }  // namespace stockade::runner

@@ -20,7 +20,7 @@ import { after, before, describe, test } from 'node:test';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const MODERN = '2026-07-28';
 const REAL_TOOLS = ['read', 'edit', 'grep', 'glob'];
@@ -51,10 +51,12 @@ function childEnv() {
     return Object.fromEntries(Object.entries(process.env).filter(([, v]) => typeof v === 'string'));
 }
 
-async function connectSdk() {
-    const client = new Client({ name: 'stockade-e2e', version: '0.0.0' });
+async function connectSdk({ extraArgs = [], capabilities = undefined, onElicit = undefined } = {}) {
+    const client = new Client({ name: 'stockade-e2e', version: '0.0.0' },
+        capabilities ? { capabilities } : undefined);
+    if (onElicit) client.setRequestHandler(ElicitRequestSchema, onElicit);
     const transport = new StdioClientTransport({
-        command: server.command, args: server.args, env: childEnv(), stderr: 'inherit',
+        command: server.command, args: [...server.args, ...extraArgs], env: childEnv(), stderr: 'inherit',
     });
     let negotiated;
     transport.setProtocolVersion = (version) => { negotiated = version; };
@@ -329,6 +331,72 @@ describe('bash and process with the official TypeScript SDK', () => {
             await new Promise((r) => setTimeout(r, 100));
         }
         assert.equal(count, '0', 'the cancelled command is gone');
+    });
+});
+
+describe('policy asks through elicitation with the official TypeScript SDK', () => {
+    // Only `stockade serve` takes policy flags; the fake server has no bash tool.
+    const isStockade = server.args.includes('serve');
+    const askArgs = ['--ask', 'Bash(echo asked:*)', '--no-user-settings'];
+    const answers = [];
+    const questions = [];
+    let sdk;
+    let plain;
+
+    before(async () => {
+        if (!isStockade) return;
+        sdk = await connectSdk({
+            extraArgs: askArgs,
+            capabilities: { elicitation: {} },
+            onElicit: async (request) => {
+                questions.push(request.params);
+                return answers.shift() ?? { action: 'cancel' };
+            },
+        });
+        plain = await connectSdk({ extraArgs: askArgs });
+    });
+
+    after(async () => {
+        await sdk?.client.close();
+        await plain?.client.close();
+    });
+
+    test('accept once, decline, and remember for the session', async (t) => {
+        if (!isStockade) { t.skip('not stockade serve'); return; }
+        answers.push({ action: 'accept', content: { decision: 'once' } });
+        const once = await sdk.client.callTool({ name: 'bash', arguments: { command: 'echo asked once' } });
+        assert.equal(once.isError, false, textOf(once));
+        assert.match(textOf(once), /asked once/);
+        assert.equal(questions.length, 1);
+        assert.equal(questions[0].mode ?? 'form', 'form');
+        assert.match(questions[0].message, /bash/);
+        assert.match(questions[0].message, /Bash\(echo asked:\*\)/);
+        assert.deepEqual(questions[0].requestedSchema.required, ['decision']);
+
+        answers.push({ action: 'decline' });
+        const declined = await sdk.client.callTool({ name: 'bash', arguments: { command: 'echo asked once' } });
+        assert.equal(declined.isError, true);
+        assert.match(textOf(declined), /The user declined/);
+        assert.equal(questions.length, 2, '"once" is not remembered');
+
+        answers.push({ action: 'accept', content: { decision: 'session' } });
+        const first = await sdk.client.callTool({ name: 'bash', arguments: { command: 'echo asked session' } });
+        assert.equal(first.isError, false, textOf(first));
+        const again = await sdk.client.callTool({ name: 'bash', arguments: { command: 'echo asked session' } });
+        assert.equal(again.isError, false, textOf(again));
+        assert.match(textOf(again), /asked session/);
+        assert.equal(questions.length, 3, 'a session grant is not asked again');
+
+        const unasked = await sdk.client.callTool({ name: 'bash', arguments: { command: 'echo not asked' } });
+        assert.equal(unasked.isError, false);
+        assert.equal(questions.length, 3, 'a call no ask rule matches runs without a question');
+    });
+
+    test('a client without elicitation gets a denial that says why', async (t) => {
+        if (!isStockade) { t.skip('not stockade serve'); return; }
+        const denied = await plain.client.callTool({ name: 'bash', arguments: { command: 'echo asked x' } });
+        assert.equal(denied.isError, true);
+        assert.match(textOf(denied), /cannot ask the user/);
     });
 });
 

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <ostream>
 #include <utility>
@@ -577,6 +578,8 @@ std::string TempDir::make_dir(const std::string& relative, mode_t mode) const {
 std::string TempDir::write_file(const std::string& relative, const std::string& content,
                                 mode_t mode) const {
     std::string path = sub(relative);
+    std::error_code ec;  // parents as needed: "a/b/c.txt"
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
     if (fd >= 0) {
         size_t done = 0;

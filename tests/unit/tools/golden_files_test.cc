@@ -9,8 +9,11 @@
 namespace stockade::tools {
 namespace {
 
-using testing::golden_dir;
-using testing::read_text;
+using stockade::testing::read_text;
+
+std::filesystem::path golden_dir() {
+    return stockade::testing::source_root() / "tests" / "golden" / "tools";
+}
 
 TEST(GoldenFilesTest, EveryGoldenFileIsUsedByATest) {
     std::string sources;

@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/golden.h"
 #include "tools/file_locks.h"
 #include "tools/file_stamps.h"
 #include "tools/tool.h"
@@ -379,34 +380,9 @@ private:
 
 // ---- Golden files ------------------------------------------------------------------------
 
-inline std::filesystem::path source_root() {
-    // This header is tests/unit/tools/tool_harness.h.
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
-}
-
-inline std::filesystem::path golden_dir() {
-    return source_root() / "tests" / "golden" / "tools";
-}
-
-inline std::string read_text(const std::filesystem::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 // Compares `actual` (plus a final newline) with tests/golden/tools/<name>, whole.
-// STOCKADE_UPDATE_GOLDEN=1 rewrites the file instead.
 inline void expect_golden(const std::string& name, const std::string& actual) {
-    const std::filesystem::path p = golden_dir() / name;
-    const std::string want = actual + "\n";
-    if (const char* update = std::getenv("STOCKADE_UPDATE_GOLDEN");
-        update != nullptr && *update == '1') {
-        std::filesystem::create_directories(p.parent_path());
-        std::ofstream(p, std::ios::binary | std::ios::trunc) << want;
-        return;
-    }
-    ASSERT_TRUE(std::filesystem::exists(p))
-        << "missing golden file " << p << " (run with STOCKADE_UPDATE_GOLDEN=1)";
-    EXPECT_EQ(read_text(p), want) << "golden file " << p;
+    stockade::testing::expect_golden("tools", name, actual);
 }
 
 }  // namespace stockade::tools::testing

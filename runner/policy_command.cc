@@ -1,0 +1,120 @@
+#include "runner/policy_command.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/syscall.h"
+#include "policy/explain.h"
+#include "policy/settings.h"
+#include "runner/run_command.h"
+
+namespace stockade::runner {
+
+namespace {
+
+constexpr int kExitDenied = 1;
+constexpr int kExitAsk = 3;
+
+Result<std::string> absolute_workspace(const std::string& workspace) {
+    char resolved[PATH_MAX];
+    std::string ws = workspace.empty() ? "." : workspace;
+    if (::realpath(ws.c_str(), resolved) == nullptr) {
+        return Error{Errc::kNotFound, fmt::format("workspace \"{}\" does not exist", ws)};
+    }
+    return std::string(resolved);
+}
+
+}  // namespace
+
+int policy_check_command(const PolicyCheckOptions& options) {
+    auto ws = absolute_workspace(options.workspace);
+    if (!ws) {
+        fmt::print(stderr, "stockade policy check: {}\n", ws.error().message);
+        return kExitUsage;
+    }
+    int problems = 0;
+    for (const std::string& file : options.files) {
+        auto text = read_file(file, size_t{1} << 20);
+        if (!text) {
+            fmt::print("{}: {}\n", file, text.error().message);
+            ++problems;
+            continue;
+        }
+        policy::SettingsSource source{.layer = policy::Layer::kCommandLine,
+                                      .origin = file,
+                                      .text = std::move(text).value(),
+                                      .base_dir = {}};
+        const policy::RuleAnchors anchors{.workspace_root = *ws,
+                                          .home = policy_home(),
+                                          .settings_dir = policy::settings_base_dir(source, *ws)};
+        auto parsed = policy::parse_settings(source, anchors);
+        if (!parsed) {
+            fmt::print("{}\n", parsed.error().message);
+            ++problems;
+            continue;
+        }
+        for (const auto& warning : parsed->warnings) {
+            fmt::print("{} (warning: ignored)\n", warning);
+        }
+        fmt::print("{}: ok, {} rule{}{}\n", file, parsed->rules.size(),
+                   parsed->rules.size() == 1 ? "" : "s",
+                   parsed->preset ? fmt::format(", preset {}", policy::preset_name(*parsed->preset))
+                                  : std::string());
+    }
+    if (problems > 0) {
+        fmt::print("{} of {} file{} invalid\n", problems, options.files.size(),
+                   options.files.size() == 1 ? "" : "s");
+        return 1;
+    }
+    return 0;
+}
+
+int policy_explain_command(const PolicyExplainOptions& options) {
+    auto ws = absolute_workspace(options.workspace);
+    if (!ws) {
+        fmt::print(stderr, "stockade policy explain: {}\n", ws.error().message);
+        return kExitUsage;
+    }
+    nlohmann::json args = nlohmann::json::parse(options.arguments, nullptr, false);
+    if (args.is_discarded() || !args.is_object()) {
+        fmt::print(stderr,
+                   "stockade policy explain: the arguments must be a JSON object, e.g. "
+                   "'{{\"command\": \"npm test\"}}'\n");
+        return kExitUsage;
+    }
+    std::vector<std::string> warnings;
+    auto loaded = load_policy(options.policy, *ws, warnings);
+    if (!loaded) {
+        fmt::print(stderr, "stockade policy explain: {}\n", loaded.error().message);
+        return kExitUsage;
+    }
+    for (const auto& warning : warnings) {
+        fmt::print(stderr, "warning: {}\n", warning);
+    }
+    const policy::RequestContext ctx{.workspace_root = *ws, .cwd = "", .home = "/tmp"};
+    auto explained = policy::explain_call(*loaded, options.tool, args, ctx);
+    if (!explained) {
+        fmt::print(stderr, "stockade policy explain: {}\n", explained.error().message);
+        return kExitUsage;
+    }
+    if (options.json) {
+        fmt::print("{}\n", policy::explain_json(*explained)
+                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+        fmt::print("{}", policy::explain_text(*explained));
+    }
+    switch (explained->decision.decision) {
+        case policy::Decision::kAllow:
+            return 0;
+        case policy::Decision::kAsk:
+            return kExitAsk;
+        case policy::Decision::kDeny:
+            return kExitDenied;
+    }
+    return kExitDenied;
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,30 @@
+// `stockade policy check FILE...` and `stockade policy explain [flags] TOOL 'JSON'`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runner/policy_setup.h"
+
+namespace stockade::runner {
+
+struct PolicyCheckOptions {
+    std::vector<std::string> files{};
+    std::string workspace{};  // anchors "./x" rules; default: the current directory
+};
+// Validates settings files: every problem of every file, then exit 0 (all valid; warnings
+// allowed) or 1.
+int policy_check_command(const PolicyCheckOptions& options);
+
+struct PolicyExplainOptions {
+    PolicyFlags policy{};
+    std::string workspace{};
+    std::string tool{};
+    std::string arguments{};  // JSON object text
+    bool json = false;
+};
+// Prints the call's capability requests, how each was decided (rule and origin, or the
+// default), the decision and the destructive warnings. Exit 0 allow, 1 deny, 3 ask, 2 usage.
+int policy_explain_command(const PolicyExplainOptions& options);
+
+}  // namespace stockade::runner

@@ -1,0 +1,42 @@
+// Where a session's policy comes from (DESIGN.md §5; docs/policy.md): the settings files of
+// every layer, read here (the policy module makes no syscalls), and the command line.
+//   managed       /etc/stockade/settings.json ($STOCKADE_MANAGED_SETTINGS overrides the path)
+//   command line  --policy FILE (repeatable; a Claude Code settings file works unchanged),
+//                 --allow/--ask/--deny RULE
+//   project       <workspace>/.stockade/settings.json, opened beneath the workspace: a symlink
+//                 out of it is refused, since the repository is not trusted
+//   user          $XDG_CONFIG_HOME/stockade/settings.json, else ~/.config/stockade/settings.json
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "policy/policy.h"
+
+namespace stockade::runner {
+
+struct PolicyFlags {
+    std::vector<std::string> files{};  // --policy
+    std::vector<std::string> allow{};  // --allow RULE
+    std::vector<std::string> ask{};
+    std::vector<std::string> deny{};
+    std::string mode{};             // --mode ci|local|hosted; empty: local
+    std::string preset{};           // --preset read-only|workspace-write|danger-full-access
+    bool no_user_settings = false;  // --no-user-settings: ignore the user layer (tests, CI)
+};
+
+// The settings sources of every layer that exists, highest first. A --policy file that does
+// not exist is an error; the implicit files are optional.
+Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyFlags& flags,
+                                                           const std::string& workspace_root);
+
+// Loads the policy of a session on `workspace_root` (absolute). Warnings (ignored keys and
+// rules) are returned in `warnings`.
+Result<policy::Policy> load_policy(const PolicyFlags& flags, const std::string& workspace_root,
+                                   std::vector<std::string>& warnings);
+
+// The home directory the policy anchors "~/x" rules on ($HOME, else the passwd entry).
+std::string policy_home();
+
+}  // namespace stockade::runner

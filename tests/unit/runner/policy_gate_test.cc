@@ -1,0 +1,102 @@
+// The policy gate's model-facing texts, pinned by golden files (tests/golden/policy/), over
+// decisions made by a real Policy from settings text.
+#include "runner/policy_gate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "policy/policy.h"
+#include "policy/tool_requests.h"
+#include "tests/testing/golden.h"
+
+namespace stockade::runner {
+namespace {
+
+using ::testing::HasSubstr;
+
+const policy::RequestContext kCtx{.workspace_root = "/ws", .cwd = "", .home = "/tmp"};
+
+policy::Policy load(policy::Mode mode, policy::Preset preset = policy::Preset::kWorkspaceWrite) {
+    const std::vector<policy::SettingsSource> sources = {
+        policy::SettingsSource{.layer = policy::Layer::kProject,
+                               .origin = "/ws/.stockade/settings.json",
+                               .text = R"json({"permissions": {
+  "allow": ["Bash(npm run test:*)"],
+  "ask": ["Bash(npm install:*)"],
+  "deny": ["Read(./.env)", "Bash(curl:*)"]
+}})json",
+                               .base_dir = {}}};
+    auto loaded = policy::Policy::load(
+        sources, policy::PolicyOptions{
+                     .preset = preset, .mode = mode, .workspace_root = "/ws", .home = "/home/u"});
+    EXPECT_TRUE(loaded.has_value()) << loaded.error().message;
+    return std::move(loaded).value();
+}
+
+policy::CallDecision decide(const policy::Policy& p, std::string_view tool,
+                            const nlohmann::json& args) {
+    auto requests = policy::tool_requests(tool, args, kCtx);
+    EXPECT_TRUE(requests.has_value());
+    return p.evaluate(*requests);
+}
+
+TEST(PolicyGateTest, ADenyByRuleNamesTheRuleAndWhereItIsWritten) {
+    auto p = load(policy::Mode::kLocal);
+    auto d = decide(p, "bash", {{"command", "cat .env"}});
+    ASSERT_EQ(d.decision, policy::Decision::kDeny);
+    stockade::testing::expect_golden("policy", "deny_rule.txt",
+                                     denial_text(d, p.preset(), p.mode()));
+}
+
+TEST(PolicyGateTest, ADenyByThePresetSuggestsARule) {
+    auto p = load(policy::Mode::kLocal, policy::Preset::kReadOnly);
+    auto d = decide(p, "write", {{"file_path", "/ws/notes.md"}, {"content", "x"}});
+    ASSERT_EQ(d.decision, policy::Decision::kDeny);
+    stockade::testing::expect_golden("policy", "deny_preset.txt",
+                                     denial_text(d, p.preset(), p.mode()));
+}
+
+TEST(PolicyGateTest, InCiAnAskIsADenyThatSaysWhy) {
+    auto p = load(policy::Mode::kCi);
+    auto d = decide(p, "bash", {{"command", "npm install lodash"}});
+    ASSERT_EQ(d.decision, policy::Decision::kDeny);
+    stockade::testing::expect_golden("policy", "deny_ask_in_ci.txt",
+                                     denial_text(d, p.preset(), p.mode()));
+    auto net = decide(p, "bash", {{"command", "git fetch origin"}});
+    ASSERT_EQ(net.decision, policy::Decision::kDeny);
+    stockade::testing::expect_golden("policy", "deny_network_in_ci.txt",
+                                     denial_text(net, p.preset(), p.mode()));
+}
+
+TEST(PolicyGateTest, AnAskWithoutElicitationAndADeclinedAsk) {
+    auto p = load(policy::Mode::kLocal);
+    auto d = decide(p, "bash", {{"command", "npm install lodash"}});
+    ASSERT_EQ(d.decision, policy::Decision::kAsk);
+    stockade::testing::expect_golden("policy", "ask_unavailable.txt",
+                                     ask_unavailable_text(d, p.preset()));
+    stockade::testing::expect_golden("policy", "declined.txt", declined_text(d, "decline"));
+    stockade::testing::expect_golden("policy", "ask_cancelled.txt", declined_text(d, "cancel"));
+    AskPrompt prompt = ask_prompt("bash", {{"command", "npm install lodash"}}, d, p.preset());
+    stockade::testing::expect_golden("policy", "ask_prompt.txt",
+                                     prompt.message + "\n" + prompt.schema.dump(2));
+}
+
+TEST(PolicyGateTest, SuggestedRulesAndGrantKeys) {
+    policy::CapabilityRequest run{.kind = policy::CapabilityKind::kProcessExecute,
+                                  .tool = "bash",
+                                  .command = "npm install lodash --save"};
+    EXPECT_EQ(suggested_rule(run), "Bash(npm install:*)");
+    run.tool = "process";
+    EXPECT_EQ(suggested_rule(run), "Process(npm install:*)");
+    policy::CapabilityRequest read{
+        .kind = policy::CapabilityKind::kFileRead, .tool = "read", .path = "/ws/a"};
+    EXPECT_EQ(suggested_rule(read), "Read(/ws/a)");
+    policy::CapabilityRequest other = read;
+    other.path = "/ws/b";
+    EXPECT_NE(grant_key(read), grant_key(other));
+    EXPECT_EQ(grant_key(read), grant_key(read));
+    EXPECT_THAT(describe_action(read), HasSubstr("reading /ws/a"));
+}
+
+}  // namespace
+}  // namespace stockade::runner
