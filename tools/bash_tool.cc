@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/bash_analysis.h"
 #include "tools/process_manager.h"
 #include "tools/process_output.h"
 #include "tools/process_tools.h"
@@ -137,7 +138,7 @@ private:
             call.dir = *dir;
         }
         call.plan = plan_command(call.command);
-        call.warnings = destructive_warnings(call.command);
+        call.warnings = policy::destructive_warnings(call.command);
         call.meta = {
             {"title", fmt::format("Run {}", call.short_command)},
             {"command", call.command},

@@ -65,13 +65,6 @@ struct SemanticStatus {
 SemanticStatus semantic_status(std::string_view command, std::optional<int> exit_code,
                                std::optional<int> signal);
 
-// Phrases for the destructive patterns the command matches, in a fixed order, each once:
-// "may force-remove files", "may overwrite remote history", "may discard uncommitted changes",
-// "may delete untracked files", "may drop database objects", "may delete table data",
-// "may delete cluster resources", "may destroy infrastructure", "may overwrite a device",
-// "may format a filesystem", "may make files world-writable", "may exhaust the process table".
-std::vector<std::string> destructive_warnings(std::string_view command);
-
 // bash's own report that the command's program does not exist, when that is the whole output
 // of a command that exited 127: "/bin/bash: line 1: npmm: command not found" (also "bash: …"
 // and without "line N: "). Returns the reason after "<program>: " ("command not found", "No

@@ -302,7 +302,9 @@ TEST_F(BashToolTest, DestructiveCommandsCarryAWarning) {
     const ToolResult r = bash("rm -rf build && git reset --hard");
     EXPECT_FALSE(r.is_error);
     expect_golden("bash_warning.txt", r.content);
-    EXPECT_EQ(r.metadata["warning"], "may force-remove files; may discard uncommitted changes");
+    EXPECT_EQ(r.metadata["warning"],
+              "may force-remove files recursively (rm -rf); may discard uncommitted changes (git "
+              "reset --hard)");
 }
 
 TEST_F(BashToolTest, ProgressReportsElapsedSeconds) {

@@ -184,64 +184,6 @@ TEST(SemanticStatusTest, Table) {
     }
 }
 
-// ---- Destructive warnings ----------------------------------------------------------------
-
-TEST(DestructiveWarningsTest, Table) {
-    const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-        {"rm -rf build", {"may force-remove files"}},
-        {"rm -fr build", {"may force-remove files"}},
-        {"rm -r -f build", {"may force-remove files"}},
-        {"rm -Rf /", {"may force-remove files"}},
-        {"rm --recursive --force x", {"may force-remove files"}},
-        {"sudo rm -rf /var/x", {"may force-remove files"}},
-        {"cd x && rm -rf *", {"may force-remove files"}},
-        {"rm -r dir", {}},
-        {"rm -f file", {}},
-        {"echo \"rm -rf /\"", {}},
-        {"git push --force", {"may overwrite remote history"}},
-        {"git push -f origin main", {"may overwrite remote history"}},
-        {"git push origin +main", {"may overwrite remote history"}},
-        {"git push --force-with-lease", {"may overwrite remote history"}},
-        {"git -C repo push -fu origin x", {"may overwrite remote history"}},
-        {"git push origin main", {}},
-        {"git push --follow-tags", {}},
-        {"git reset --hard HEAD~1", {"may discard uncommitted changes"}},
-        {"git reset --soft HEAD~1", {}},
-        {"git clean -fdx", {"may delete untracked files"}},
-        {"git clean -n", {}},
-        {"psql -c \"DROP TABLE users\"", {"may drop database objects"}},
-        {"mysql -e 'drop   database prod'", {"may drop database objects"}},
-        {"sqlite3 x.db 'Drop Schema s'", {"may drop database objects"}},
-        {"psql -c 'TRUNCATE TABLE logs'", {"may delete table data"}},
-        {"truncate -s 0 file", {}},
-        {"echo backdrop table", {}},
-        {"kubectl delete pod web-1", {"may delete cluster resources"}},
-        {"kubectl -n prod delete deploy api", {"may delete cluster resources"}},
-        {"kubectl get pods", {}},
-        {"terraform destroy -auto-approve", {"may destroy infrastructure"}},
-        {"terraform apply -destroy", {"may destroy infrastructure"}},
-        {"terraform plan", {}},
-        {"dd if=disk.img of=/dev/sda bs=4M", {"may overwrite a device"}},
-        {"dd if=/dev/zero of=/dev/null count=1", {}},
-        {"dd if=x of=out.img", {}},
-        {"mkfs.ext4 /dev/sdb1", {"may format a filesystem"}},
-        {"sudo mkfs -t xfs /dev/sdc", {"may format a filesystem"}},
-        {"chmod -R 777 .", {"may make files world-writable"}},
-        {"chmod 777 script.sh", {}},
-        {"chmod -R 755 .", {}},
-        {":(){ :|:& };:", {"may exhaust the process table"}},
-        {"bomb() { bomb | bomb & }; bomb", {"may exhaust the process table"}},
-        {"cat > clean.sh <<'EOF'\nrm -rf build\nEOF", {}},
-        {"rm -rf x && git push -f && git reset --hard",
-         {"may force-remove files", "may overwrite remote history",
-          "may discard uncommitted changes"}},
-        {"npm test", {}},
-    };
-    for (const auto& [command, want] : cases) {
-        EXPECT_EQ(destructive_warnings(command), want) << command;
-    }
-}
-
 // ---- bash's own spawn failures and near misses -------------------------------------------
 
 TEST(BashSpawnFailureTest, RecognisesBashNotFoundLines) {
