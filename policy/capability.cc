@@ -1,5 +1,7 @@
 #include "policy/capability.h"
 
+#include "common/path.h"
+
 namespace stockade::policy {
 
 const char* capability_kind_name(CapabilityKind kind) noexcept {
@@ -24,34 +26,11 @@ const char* capability_kind_name(CapabilityKind kind) noexcept {
 
 std::string normalise_path(std::string_view path, std::string_view base) {
     std::vector<std::string_view> parts;
-    auto push_components = [&parts](std::string_view text) {
-        size_t start = 0;
-        while (start <= text.size()) {
-            size_t slash = text.find('/', start);
-            if (slash == std::string_view::npos) {
-                slash = text.size();
-            }
-            const std::string_view part = text.substr(start, slash - start);
-            if (part == "..") {
-                if (!parts.empty()) {
-                    parts.pop_back();
-                }
-            } else if (!part.empty() && part != ".") {
-                parts.push_back(part);
-            }
-            start = slash + 1;
-        }
-    };
     if (path.empty() || path.front() != '/') {
-        push_components(base);
+        append_normalised_components(base, parts);
     }
-    push_components(path);
-    std::string out;
-    for (std::string_view part : parts) {
-        out += '/';
-        out += part;
-    }
-    return out.empty() ? "/" : out;
+    append_normalised_components(path, parts);
+    return join_absolute(parts);
 }
 
 bool path_within(std::string_view path, std::string_view root) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/path.h"
 #include "workspace/workspace.h"
 
 namespace stockade::workspace {
@@ -16,32 +17,8 @@ namespace {
 // Splits an absolute path into components, applying "." and ".." (".." at "/" stays at "/").
 std::vector<std::string_view> normalise_components(std::string_view path) {
     std::vector<std::string_view> parts;
-    size_t start = 0;
-    while (start <= path.size()) {
-        size_t slash = path.find('/', start);
-        if (slash == std::string_view::npos) {
-            slash = path.size();
-        }
-        const std::string_view part = path.substr(start, slash - start);
-        if (part == "..") {
-            if (!parts.empty()) {
-                parts.pop_back();
-            }
-        } else if (!part.empty() && part != ".") {
-            parts.push_back(part);
-        }
-        start = slash + 1;
-    }
+    append_normalised_components(path, parts);
     return parts;
-}
-
-std::string join_absolute(const std::vector<std::string_view>& parts, size_t from = 0) {
-    std::string out;
-    for (size_t i = from; i < parts.size(); ++i) {
-        out += '/';
-        out += parts[i];
-    }
-    return out.empty() ? "/" : out;
 }
 
 std::string join_relative(const std::vector<std::string_view>& parts, size_t from) {
