@@ -85,6 +85,8 @@ void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
     app.add_option("--allow", p.allow, "An allow rule, e.g. 'Bash(npm run test:*)' (repeatable)");
     app.add_option("--ask", p.ask, "An ask rule (repeatable)");
     app.add_option("--deny", p.deny, "A deny rule, e.g. 'Read(./.env)' (repeatable)");
+    app.add_option("--ask-fallback", p.ask_fallback,
+                   "When the client cannot ask the user (no elicitation): deny (default) or allow");
     app.add_flag("--no-user-settings", p.no_user_settings,
                  "Ignore ~/.config/stockade/settings.json");
 }

@@ -155,6 +155,11 @@ Result<policy::Policy> load_policy(const PolicyFlags& flags, const std::string& 
         }
         options.preset = *preset;
     }
+    if (!flags.ask_fallback.empty() && flags.ask_fallback != "deny" &&
+        flags.ask_fallback != "allow") {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("--ask-fallback \"{}\": use deny or allow", flags.ask_fallback)};
+    }
     ASSIGN_OR_RETURN(auto sources, policy_sources(flags, workspace_root));
     ASSIGN_OR_RETURN(policy::Policy loaded, policy::Policy::load(sources, options));
     warnings = loaded.warnings();

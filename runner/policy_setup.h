@@ -24,6 +24,9 @@ struct PolicyFlags {
     std::string mode{};             // --mode ci|local|hosted; empty: local
     std::string preset{};           // --preset read-only|workspace-write|danger-full-access
     bool no_user_settings = false;  // --no-user-settings: ignore the user layer (tests, CI)
+    // --ask-fallback: what an ask becomes when the client cannot put it to the user (local
+    // mode; ci and hosted already turn every ask into a deny). "deny" (default) or "allow".
+    std::string ask_fallback{};
 };
 
 // The settings sources of every layer that exists, highest first. A --policy file that does

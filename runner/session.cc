@@ -109,6 +109,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         return std::move(loaded).error();
     }
     session->policy_ = std::make_unique<policy::Policy>(std::move(loaded).value());
+    session->ask_fallback_allow_ = config.policy.ask_fallback == "allow";
     for (const auto& warning : policy_warnings) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy: {}", warning);
     }
@@ -385,6 +386,16 @@ std::optional<tools::ToolResult> Session::gate(const std::string& name,
             break;
     }
     if (!info.elicit) {
+        // Nobody can be asked: the operator's --ask-fallback decides (deny unless told).
+        log_->append("ToolAnswered",
+                     {{"call", call_id},
+                      {"tool", name},
+                      {"action", "fallback"},
+                      {"decision", ask_fallback_allow_ ? "allow" : "deny"}},
+                     true);
+        if (ask_fallback_allow_) {
+            return std::nullopt;
+        }
         return refusal(ask_unavailable_text(decision, policy_->preset()), &decision);
     }
     AskPrompt prompt = ask_prompt(name, arguments, decision, policy_->preset());

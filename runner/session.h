@@ -79,6 +79,7 @@ private:
     tools::FileLocks locks_;
     std::vector<std::unique_ptr<tools::Tool>> tools_;
     std::unique_ptr<policy::Policy> policy_;
+    bool ask_fallback_allow_ = false;  // --ask-fallback allow
     std::mutex grants_mu_;
     std::set<std::string> grants_;  // guarded by grants_mu_: asks answered "for the session"
 };

@@ -144,6 +144,13 @@ TEST_F(PolicyTest, CiModeDeniesAsksAndTheNetworkAndSaysWhy) {
     EXPECT_THAT(events, HasSubstr("\"type\":\"PolicyLoaded\""));
 }
 
+TEST_F(PolicyTest, WithoutElicitationTheAskFallbackDecides) {
+    serve({"--ask", "Bash(echo asked:*)", "--ask-fallback", "allow"});
+    auto allowed = bash("echo asked anyway");
+    EXPECT_FALSE(allowed["result"].value("isError", true)) << allowed.dump();
+    EXPECT_THAT(text_of(allowed), HasSubstr("asked anyway"));
+}
+
 TEST_F(PolicyTest, PolicyCheckAndExplain) {
     std::string good = workspace_.sub(".claude/settings.json");
     std::string bad =
