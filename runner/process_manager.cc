@@ -209,6 +209,14 @@ ProcessManagerImpl::~ProcessManagerImpl() {
     }
     kills_cv_.notify_all();
     killer_.join();
+    {
+        // The descriptors of a process belong to the io_context: drop the table's references
+        // while it still exists. The handlers' references go with the io_context's shutdown.
+        std::lock_guard lock(mu_);
+        procs_.clear();
+        order_.clear();
+    }
+    kills_.clear();   // the killer thread has ended
     reader_.reset();  // joins the reader thread; pending handlers are dropped with io_context
 }
 
