@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "common/json_depth.h"
+
 namespace stockade::workspace::channel {
 
 namespace {
@@ -62,30 +64,8 @@ void append_le32(std::string& out, uint32_t v) {
 
 // Bounds nesting before the parser sees the text, so nothing recursive ever walks a deep value.
 Status check_depth(std::string_view text) {
-    size_t depth = 0;
-    bool in_string = false;
-    bool escaped = false;
-    for (char c : text) {
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-            continue;
-        }
-        if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > kMaxHeaderDepth) {
-                return malformed(
-                    fmt::format("header nests deeper than {} levels", kMaxHeaderDepth));
-            }
-        } else if ((c == ']' || c == '}') && depth > 0) {
-            --depth;
-        }
+    if (json_nesting_depth(text, kMaxHeaderDepth) > kMaxHeaderDepth) {
+        return malformed(fmt::format("header nests deeper than {} levels", kMaxHeaderDepth));
     }
     return {};
 }

@@ -3,55 +3,13 @@
 #include <exception>
 #include <utility>
 
+#include "common/json_depth.h"
+
 namespace stockade::mcp::jsonrpc {
 
 namespace {
 
 using nlohmann::json;
-
-// The deepest nesting of arrays and objects in `text`, stopping early past `limit`. Brackets
-// inside strings do not count. Malformed text gives some number; the parser rejects it anyway.
-std::size_t nesting_depth(std::string_view text, std::size_t limit) {
-    std::size_t depth = 0;
-    std::size_t deepest = 0;
-    bool in_string = false;
-    bool escaped = false;
-    for (char c : text) {
-        if (in_string) {
-            if (escaped) {
-                escaped = false;
-            } else if (c == '\\') {
-                escaped = true;
-            } else if (c == '"') {
-                in_string = false;
-            }
-            continue;
-        }
-        switch (c) {
-            case '"':
-                in_string = true;
-                break;
-            case '[':
-            case '{':
-                if (++depth > deepest) {
-                    deepest = depth;
-                    if (deepest > limit) {
-                        return deepest;
-                    }
-                }
-                break;
-            case ']':
-            case '}':
-                if (depth > 0) {
-                    --depth;
-                }
-                break;
-            default:
-                break;
-        }
-    }
-    return deepest;
-}
 
 // nlohmann's what() reads "[json.exception.parse_error.101] parse error at line 1, ...": keep
 // the part after the bracketed tag.
@@ -129,7 +87,7 @@ Decoded decode_object(json& doc) {
 
 Decoded decode(std::string_view text) noexcept {
     try {
-        if (nesting_depth(text, kMaxNestingDepth) > kMaxNestingDepth) {
+        if (json_nesting_depth(text, kMaxNestingDepth) > kMaxNestingDepth) {
             return failure(ErrorCode::kInvalidRequest,
                            "message nests arrays or objects deeper than " +
                                std::to_string(kMaxNestingDepth) + " levels");
