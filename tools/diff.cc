@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/text.h"
+
 namespace stockade::tools {
 namespace {
 
@@ -16,18 +18,6 @@ struct Op {
     size_t old_index = 0;  // the line's index in `before` (kEqual, kDelete)
     size_t new_index = 0;  // the line's index in `after` (kEqual, kInsert)
 };
-
-// Lines with their '\n' (the last may lack it), so that "x" and "x\n" differ.
-std::vector<std::string_view> lines_with_breaks(std::string_view text) {
-    std::vector<std::string_view> lines;
-    for (size_t start = 0; start < text.size();) {
-        const size_t nl = text.find('\n', start);
-        const size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
-        lines.push_back(text.substr(start, end - start));
-        start = end;
-    }
-    return lines;
-}
 
 // Myers' greedy forward search with the per-step frontier kept for the backtrack. Returns the
 // edit script for a[0,n) → b[0,m), or nothing if it needs more than max_d edits.

@@ -127,6 +127,17 @@ std::string truncate_chars(std::string_view s, size_t max_chars, std::string_vie
     return std::string(s);
 }
 
+std::vector<std::string_view> lines_with_breaks(std::string_view text) {
+    std::vector<std::string_view> lines;
+    for (size_t start = 0; start < text.size();) {
+        const size_t nl = text.find('\n', start);
+        const size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
+        lines.push_back(text.substr(start, end - start));
+        start = end;
+    }
+    return lines;
+}
+
 std::vector<std::string_view> split_lines(std::string_view text) {
     std::vector<std::string_view> lines;
     size_t start = 0;
@@ -361,13 +372,7 @@ Truncated truncate_middle_out(std::string_view text, const TruncateLimits& limit
     Truncated out;
     out.info.original_bytes = text.size();
     // Lines with their '\n', so that head + tail reassemble byte for byte.
-    std::vector<std::string_view> lines;
-    for (size_t start = 0; start < text.size();) {
-        const size_t nl = text.find('\n', start);
-        const size_t end = nl == std::string_view::npos ? text.size() : nl + 1;
-        lines.push_back(text.substr(start, end - start));
-        start = end;
-    }
+    const std::vector<std::string_view> lines = lines_with_breaks(text);
     out.info.original_lines = lines.size();
     if (!exceeds(text, limits)) {
         out.text = std::string(text);

@@ -31,6 +31,9 @@ std::string truncate_chars(std::string_view s, size_t max_chars, std::string_vie
 // Splits on '\n'. A final '\n' ends the last line rather than starting an empty one, so
 // "a\nb\n" and "a\nb" are both two lines and "" is none. The views exclude the '\n'.
 std::vector<std::string_view> split_lines(std::string_view text);
+// Lines with their '\n' (the last may lack it): they reassemble byte for byte, and "x" and
+// "x\n" differ.
+std::vector<std::string_view> lines_with_breaks(std::string_view text);
 size_t count_lines(std::string_view text);
 // Whitespace for the tools' purposes: space, tab, CR, LF, FF, VT.
 bool is_space(char c);
