@@ -1,7 +1,10 @@
 #include "tools/edit_cascade.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -96,12 +99,31 @@ OldLines split_old(std::string_view old) {
     return out;
 }
 
+// How a tolerant match's lines sit in the file, for the indentation rule; settle() turns it
+// into the replacement once the match is known to be unique.
+struct IndentFrame {
+    enum class First : uint8_t {
+        kWhole,             // the match covers whole lines
+        kAfterIndentation,  // the match starts right after its first line's indentation
+        kMidLine,           // the match starts after other text on its first line
+    };
+    First first = First::kWhole;
+    // old_string's lines. For kAfterIndentation the first carries old_string's indentation of
+    // that line in front of its text, and new_string's first line carries the same.
+    std::vector<std::string> old_lines;
+    size_t first_line = 0;  // the file block, 0-based, inclusive
+    size_t last_line = 0;
+    std::vector<std::pair<size_t, size_t>> pairs;  // (old_lines index, block index) that match
+    std::string new_string;                        // as the indentation rule sees it
+    std::string plain;                             // what is written when the rule changes nothing
+};
+
 struct Candidate {
     size_t start = 0;  // byte span in the normalised content
     size_t end = 0;
-    std::string replacement;
+    std::string replacement;  // set by settle() when there is a frame
+    std::optional<IndentFrame> frame{};
     bool reindented = false;
-    bool indentation_only = false;  // the block differs from old_string only by indentation
     double score = 0;
     size_t size_penalty = 0;  // block-anchor: |block lines - old_string lines|
 };
@@ -129,6 +151,35 @@ std::vector<size_t> exact_positions(std::string_view haystack, std::string_view 
 
 // ---- The indentation rule ----------------------------------------------------------------
 
+bool is_blank(std::string_view line) {
+    return trim(line).empty();
+}
+
+// Split on '\n'; a final '\n' leaves an empty last segment, so joining with '\n' restores s.
+std::vector<std::string_view> segments_of(std::string_view s) {
+    std::vector<std::string_view> out;
+    for (size_t start = 0;;) {
+        const size_t nl = s.find('\n', start);
+        if (nl == std::string_view::npos) {
+            out.push_back(s.substr(start));
+            return out;
+        }
+        out.push_back(s.substr(start, nl - start));
+        start = nl + 1;
+    }
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+    std::string out;
+    for (size_t i = 0; i < lines.size(); ++i) {
+        if (i > 0) {
+            out += '\n';
+        }
+        out += lines[i];
+    }
+    return out;
+}
+
 struct Shift {
     bool add = true;     // true: the file is deeper than old_string by `prefix`
     std::string prefix;  // empty: no shift
@@ -139,7 +190,7 @@ std::optional<Shift> uniform_shift(
     const std::vector<std::pair<std::string_view, std::string_view>>& pairs) {
     std::optional<Shift> shift;
     for (const auto& [old_line, file_line] : pairs) {
-        if (trim(old_line).empty() || trim(file_line).empty()) {
+        if (is_blank(old_line) || is_blank(file_line)) {
             continue;
         }
         const std::string_view oi = indentation(old_line);
@@ -165,10 +216,10 @@ std::optional<Shift> uniform_shift(
 }
 
 // The indentation of the least indented non-blank line.
-std::string_view depth(const std::vector<std::string_view>& lines) {
+std::string_view depth(std::span<const std::string_view> lines) {
     std::optional<std::string_view> best;
     for (std::string_view line : lines) {
-        if (trim(line).empty()) {
+        if (is_blank(line)) {
             continue;
         }
         const std::string_view ind = indentation(line);
@@ -179,82 +230,561 @@ std::string_view depth(const std::vector<std::string_view>& lines) {
     return best.value_or(std::string_view{});
 }
 
-// Applies the indentation rule to new_string for a block match.
-std::string adapt_new_string(
-    std::string_view new_string, const std::vector<std::string_view>& old_lines,
-    const std::vector<std::string_view>& file_lines,
-    const std::vector<std::pair<std::string_view, std::string_view>>& pairs, bool* reindented) {
-    *reindented = false;
-    const std::optional<Shift> shift = uniform_shift(pairs);
-    if (!shift || shift->prefix.empty()) {
-        return std::string(new_string);
+constexpr unsigned kSpaces = 1;
+constexpr unsigned kTabs = 2;
+
+unsigned indent_chars(std::string_view ind) {
+    unsigned chars = 0;
+    for (char c : ind) {
+        chars |= c == '\t' ? kTabs : kSpaces;
     }
-    std::vector<std::string_view> segments;
-    for (size_t start = 0;;) {
-        const size_t nl = new_string.find('\n', start);
-        if (nl == std::string_view::npos) {
-            segments.push_back(new_string.substr(start));
-            break;
+    return chars;
+}
+
+// The characters the non-blank lines are indented with.
+unsigned indent_chars_of(std::span<const std::string_view> lines) {
+    unsigned chars = 0;
+    for (std::string_view line : lines) {
+        if (!is_blank(line)) {
+            chars |= indent_chars(indentation(line));
         }
-        segments.push_back(new_string.substr(start, nl - start));
-        start = nl + 1;
     }
-    const std::string_view new_depth = depth(segments);
-    if (new_depth == depth(file_lines) || new_depth != depth(old_lines)) {
-        return std::string(new_string);  // already at the file's depth, or at a depth of its own
-    }
-    std::string out;
-    for (size_t i = 0; i < segments.size(); ++i) {
-        if (i > 0) {
-            out += '\n';
+    return chars;
+}
+
+// The indentation step the lines use most: what a line's indentation adds to the previous
+// non-blank line's when it extends it (ties: the shorter step, then the smaller bytes). Without
+// a step, unless `steps_only`: a tab when the indented lines use tabs only, else the shortest
+// indentation.
+std::optional<std::string> indent_unit(std::span<const std::span<const std::string_view>> runs,
+                                       bool steps_only) {
+    std::map<std::string_view, size_t> steps;
+    std::optional<std::string_view> shortest;
+    unsigned chars = 0;
+    for (std::span<const std::string_view> run : runs) {
+        std::optional<std::string_view> prev;
+        for (std::string_view line : run) {
+            if (is_blank(line)) {
+                continue;
+            }
+            const std::string_view ind = indentation(line);
+            if (prev && ind.size() > prev->size() && ind.starts_with(*prev)) {
+                ++steps[ind.substr(prev->size())];
+            }
+            if (!ind.empty() && (!shortest || ind.size() < shortest->size())) {
+                shortest = ind;
+            }
+            chars |= indent_chars(ind);
+            prev = ind;
         }
-        const std::string_view seg = segments[i];
-        if (trim(seg).empty()) {
-            out += seg;
-        } else if (shift->add) {
-            out += shift->prefix;
-            out += seg;
-        } else if (seg.starts_with(shift->prefix)) {
-            out += seg.substr(shift->prefix.size());
+    }
+    std::optional<std::string_view> best;
+    size_t best_count = 0;
+    for (const auto& [step, count] : steps) {
+        if (count > best_count || (count == best_count && step.size() < best->size())) {
+            best = step;
+            best_count = count;
+        }
+    }
+    if (best) {
+        return std::string(*best);
+    }
+    if (steps_only) {
+        return std::nullopt;
+    }
+    if (chars == kTabs) {
+        return "\t";
+    }
+    if (shortest) {
+        return std::string(*shortest);
+    }
+    return std::nullopt;
+}
+
+// How many copies of `unit` make `extra` (0 when it is not made of whole units).
+size_t units_in(std::string_view extra, std::string_view unit) {
+    if (unit.empty() || extra.empty() || extra.size() % unit.size() != 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < extra.size(); i += unit.size()) {
+        if (extra.substr(i, unit.size()) != unit) {
+            return 0;
+        }
+    }
+    return extra.size() / unit.size();
+}
+
+constexpr size_t kMaxAlignCells = size_t{1} << 20;
+
+// For each of `news`' lines from `from` on, the line of `olds` with the same trimmed, non-blank
+// text that a longest common subsequence pairs it with; nothing when the strings are too long
+// to align cheaply.
+std::vector<std::optional<size_t>> align_lines(std::span<const std::string_view> news,
+                                               std::span<const std::string_view> olds,
+                                               size_t from) {
+    std::vector<std::optional<size_t>> out(news.size());
+    const size_t n = news.size() > from ? news.size() - from : 0;
+    const size_t m = olds.size() > from ? olds.size() - from : 0;
+    if (n == 0 || m == 0 || n > kMaxAlignCells / m) {
+        return out;
+    }
+    const size_t width = m + 1;
+    std::vector<uint32_t> lcs((n + 1) * width, 0);  // lcs[i][j]: of news[from+i..], olds[from+j..]
+    auto same = [&](size_t i, size_t j) {
+        const std::string_view a = trim(news[from + i]);
+        return !a.empty() && a == trim(olds[from + j]);
+    };
+    for (size_t i = n; i-- > 0;) {
+        for (size_t j = m; j-- > 0;) {
+            lcs[i * width + j] = same(i, j)
+                                     ? lcs[(i + 1) * width + j + 1] + 1
+                                     : std::max(lcs[(i + 1) * width + j], lcs[i * width + j + 1]);
+        }
+    }
+    for (size_t i = 0, j = 0; i < n && j < m;) {
+        if (same(i, j) && lcs[i * width + j] == lcs[(i + 1) * width + j + 1] + 1) {
+            out[from + i] = from + j;
+            ++i;
+            ++j;
+        } else if (lcs[(i + 1) * width + j] >= lcs[i * width + j + 1]) {
+            ++i;
         } else {
-            return std::string(new_string);
+            ++j;
         }
     }
-    *reindented = true;
     return out;
 }
 
+struct Adapted {
+    std::string replacement;
+    bool reindented = false;
+    bool indentation_differs = false;  // some matched line's indentation differs from old_string's
+    std::optional<IndentationHint> refusal;
+};
+
+// Applies the indentation rule (header comment) to one tolerant match.
+class Reindenter {
+public:
+    Reindenter(const Text& t, const IndentFrame& frame) : t_(t), fr_(frame) {
+        from_ = fr_.first == IndentFrame::First::kMidLine ? 1 : 0;
+        first_checked_ = fr_.first == IndentFrame::First::kWhole ? 0 : 1;
+        for (const std::string& line : fr_.old_lines) {
+            old_.emplace_back(line);
+        }
+        new_ = segments_of(fr_.new_string);
+        for (size_t i = fr_.first_line; i <= fr_.last_line; ++i) {
+            block_.push_back(t_.line(i));
+        }
+        block_of_.resize(old_.size());
+        for (const auto& [o, b] : fr_.pairs) {
+            if (o >= from_ && o < old_.size() && b < block_.size() && !is_blank(old_[o]) &&
+                !is_blank(block_[b])) {
+                pairs_.emplace_back(o, b);
+                block_of_[o] = b;
+            }
+        }
+        for (std::string_view line : block_) {
+            if (!is_blank(line)) {
+                block_inds_.push_back(indentation(line));
+            }
+        }
+        allowed_ = indent_chars_of(block_);
+        // The file's unit: the block's step, else the whole file's, else a guess from the
+        // block's or the file's indentation.
+        const std::array<std::span<const std::string_view>, 1> block_run{block_};
+        file_unit_ = indent_unit(block_run, true);
+        if (allowed_ == 0 || !file_unit_) {
+            std::vector<std::string_view> all;
+            all.reserve(t_.lines());
+            for (size_t i = 0; i < t_.lines(); ++i) {
+                all.push_back(t_.line(i));
+            }
+            if (allowed_ == 0) {
+                allowed_ = indent_chars_of(all);
+            }
+            const std::array<std::span<const std::string_view>, 1> file_run{all};
+            for (const auto& [run, steps_only] :
+                 {std::pair{file_run, true}, std::pair{block_run, false},
+                  std::pair{file_run, false}}) {
+                if (!file_unit_) {
+                    file_unit_ = indent_unit(run, steps_only);
+                }
+            }
+        }
+        if (allowed_ == 0) {
+            allowed_ = kSpaces | kTabs;  // nothing in the file is indented: no constraint
+        }
+    }
+
+    Adapted run() {
+        Adapted a;
+        std::vector<std::pair<std::string_view, std::string_view>> views;
+        for (const auto& [o, b] : pairs_) {
+            views.emplace_back(old_[o], block_[b]);
+            a.indentation_differs =
+                a.indentation_differs || indentation(old_[o]) != indentation(block_[b]);
+        }
+        std::optional<std::vector<std::string>> out;
+        std::optional<size_t> unplaced;
+        bool line_by_line = false;
+        const std::optional<Shift> shift = uniform_shift(views);
+        if (a.indentation_differs && shift && !shift->prefix.empty()) {
+            out = shifted(*shift);
+        } else if (!a.indentation_differs || prefers_as_written()) {
+            out = as_written();
+        } else {
+            out = mapped(&unplaced);
+            line_by_line = true;
+        }
+        // Whatever was chosen must be indented with the file's characters; re-indenting line
+        // by line is the one way left to get there.
+        if (out) {
+            unplaced = first_inconsistent(*out);
+            if (unplaced && !line_by_line) {
+                out = mapped(&unplaced);
+                if (out) {
+                    unplaced = first_inconsistent(*out);
+                }
+            }
+        }
+        if (out && !unplaced) {
+            return finish(std::move(a), std::move(*out));
+        }
+        a.refusal = hint(unplaced.value_or(first_checked_));
+        return a;
+    }
+
+private:
+    Adapted finish(Adapted a, std::vector<std::string> lines) const {
+        if (fr_.first == IndentFrame::First::kAfterIndentation && !lines.empty()) {
+            // The file's own indentation stays in front of the match.
+            lines[0].erase(0, indentation(lines[0]).size());
+        }
+        a.replacement = join_lines(lines);
+        a.reindented = a.replacement != fr_.plain;
+        return a;
+    }
+
+    [[nodiscard]] std::vector<std::string> as_written() const {
+        std::vector<std::string> out;
+        out.reserve(new_.size());
+        for (std::string_view seg : new_) {
+            out.emplace_back(seg);
+        }
+        return out;
+    }
+
+    // DESIGN §7's uniform shift: new_string at old_string's depth moves by the shift; at the
+    // file's depth, or at a depth of its own, it stays as written.
+    [[nodiscard]] std::vector<std::string> shifted(const Shift& shift) const {
+        const auto tail = [&](const auto& v) {
+            return std::span<const std::string_view>(v).subspan(std::min(from_, v.size()));
+        };
+        const std::string_view new_depth = depth(tail(new_));
+        if (new_depth == depth(tail(block_)) || new_depth != depth(tail(old_))) {
+            return as_written();
+        }
+        std::vector<std::string> out = as_written();
+        for (size_t i = from_; i < new_.size(); ++i) {
+            const std::string_view seg = new_[i];
+            if (is_blank(seg)) {
+                continue;
+            }
+            if (shift.add) {
+                out[i] = shift.prefix + std::string(seg);
+            } else if (seg.starts_with(shift.prefix)) {
+                out[i] = std::string(seg.substr(shift.prefix.size()));
+            } else {
+                return as_written();
+            }
+        }
+        return out;
+    }
+
+    // Whether new_string, against indentation that is not one uniform shift, is already written
+    // in the file's indentation: its unchanged lines (same text as an old_string line) carry the
+    // file's indentation rather than old_string's; or, with no such line to tell, more of its
+    // lines use an indentation only the block has than one only old_string has.
+    [[nodiscard]] bool prefers_as_written() const {
+        const std::vector<std::optional<size_t>> aligned = align_lines(new_, old_, from_);
+        size_t model = 0;
+        size_t file = 0;
+        for (size_t i = first_checked_; i < new_.size(); ++i) {
+            if (!aligned[i] || !block_of_[*aligned[i]]) {
+                continue;
+            }
+            const std::string_view w = indentation(new_[i]);
+            const std::string_view o = indentation(old_[*aligned[i]]);
+            const std::string_view f = indentation(block_[*block_of_[*aligned[i]]]);
+            if (w == o && w != f) {
+                ++model;
+            } else if (w == f && w != o) {
+                ++file;
+            }
+        }
+        if (model > 0 || file > 0) {
+            return model == 0;
+        }
+        size_t only_old = 0;
+        size_t only_file = 0;
+        for (size_t i = first_checked_; i < new_.size(); ++i) {
+            if (is_blank(new_[i])) {
+                continue;
+            }
+            const std::string_view w = indentation(new_[i]);
+            const bool in_old = std::any_of(pairs_.begin(), pairs_.end(), [&](const auto& p) {
+                return indentation(old_[p.first]) == w;
+            });
+            const bool in_file =
+                std::find(block_inds_.begin(), block_inds_.end(), w) != block_inds_.end();
+            if (in_old && !in_file) {
+                ++only_old;
+            } else if (in_file && !in_old) {
+                ++only_file;
+            }
+        }
+        return only_file > only_old;
+    }
+
+    // Line-by-line re-indentation; nullopt with *unplaced set when a line has no place.
+    std::optional<std::vector<std::string>> mapped(std::optional<size_t>* unplaced) const {
+        const auto tail = [&](const auto& v) {
+            return std::span<const std::string_view>(v).subspan(std::min(from_, v.size()));
+        };
+        const std::array<std::span<const std::string_view>, 2> model_runs{tail(old_), tail(new_)};
+        const std::optional<std::string> model_unit = indent_unit(model_runs, false);
+        const std::vector<std::optional<size_t>> aligned = align_lines(new_, old_, from_);
+        std::vector<std::string> out = as_written();
+        std::optional<size_t> anchor;
+        for (size_t i = from_; i < new_.size(); ++i) {
+            if (aligned[i]) {
+                anchor = aligned[i];
+            }
+            if (is_blank(new_[i])) {
+                out[i].clear();
+                continue;
+            }
+            std::optional<std::string> ind = place(indentation(new_[i]), anchor, model_unit);
+            if (!ind) {
+                *unplaced = i;
+                return std::nullopt;
+            }
+            out[i] = *ind + std::string(new_[i].substr(indentation(new_[i]).size()));
+        }
+        return out;
+    }
+
+    // The file indentation for a new_string line indented with `w`, relative to the old_string
+    // lines nearest the anchor (before it first, then after it).
+    [[nodiscard]] std::optional<std::string> place(
+        std::string_view w, std::optional<size_t> anchor,
+        const std::optional<std::string>& model_unit) const {
+        std::vector<std::pair<size_t, size_t>> order;
+        if (anchor) {
+            for (size_t i = pairs_.size(); i-- > 0;) {
+                if (pairs_[i].first <= *anchor) {
+                    order.push_back(pairs_[i]);
+                }
+            }
+        }
+        for (const auto& p : pairs_) {
+            if (!anchor || p.first > *anchor) {
+                order.push_back(p);
+            }
+        }
+        for (const auto& [o, b] : order) {
+            if (indentation(old_[o]) == w) {
+                return std::string(indentation(block_[b]));
+            }
+        }
+        if (!model_unit) {
+            return std::nullopt;
+        }
+        // Deeper than an old_string line: the nearest level below it.
+        std::optional<std::pair<size_t, size_t>> best;  // (block index, units)
+        size_t best_size = 0;
+        for (const auto& [o, b] : order) {
+            const std::string_view oi = indentation(old_[o]);
+            if (oi.size() < w.size() && w.starts_with(oi) && (!best || oi.size() > best_size)) {
+                if (const size_t n = units_in(w.substr(oi.size()), *model_unit); n > 0) {
+                    best = {b, n};
+                    best_size = oi.size();
+                }
+            }
+        }
+        if (best) {
+            return deeper(indentation(block_[best->first]), best->second);
+        }
+        // Shallower than an old_string line: the nearest level above it.
+        for (const auto& [o, b] : order) {
+            const std::string_view oi = indentation(old_[o]);
+            if (w.size() < oi.size() && oi.starts_with(w) && (!best || oi.size() < best_size)) {
+                if (const size_t n = units_in(oi.substr(w.size()), *model_unit); n > 0) {
+                    best = {b, n};
+                    best_size = oi.size();
+                }
+            }
+        }
+        if (best) {
+            return shallower(indentation(block_[best->first]), best->second);
+        }
+        return std::nullopt;
+    }
+
+    [[nodiscard]] bool mixed_file() const { return allowed_ == (kSpaces | kTabs); }
+
+    // `f` plus n levels. A file that mixes tabs and spaces goes deeper the way its block does:
+    // by what the shortest of its indentations that extends f adds, else by the step that led
+    // to f; any other file by its indent unit.
+    [[nodiscard]] std::optional<std::string> deeper(std::string_view f, size_t n) const {
+        std::optional<std::string_view> step;
+        if (mixed_file()) {
+            for (std::string_view g : block_inds_) {
+                if (g.size() > f.size() && g.starts_with(f) &&
+                    (!step || g.size() - f.size() < step->size())) {
+                    step = g.substr(f.size());
+                }
+            }
+            if (!step) {
+                if (std::optional<std::string_view> parent = parent_of(f)) {
+                    step = f.substr(parent->size());
+                }
+            }
+        }
+        if (!step && file_unit_) {
+            step = *file_unit_;
+        }
+        if (!step) {
+            return std::nullopt;
+        }
+        std::string out(f);
+        for (size_t k = 0; k < n; ++k) {
+            out += *step;
+        }
+        return out;
+    }
+
+    // `f` minus n levels: to the block's next shallower indentation in a file that mixes tabs
+    // and spaces, else without one indent unit at its end.
+    [[nodiscard]] std::optional<std::string> shallower(std::string_view f, size_t n) const {
+        std::string out(f);
+        for (size_t k = 0; k < n; ++k) {
+            if (std::optional<std::string_view> parent =
+                    mixed_file() ? parent_of(out) : std::nullopt) {
+                out.resize(parent->size());
+            } else if (file_unit_ && out.ends_with(*file_unit_)) {
+                out.resize(out.size() - file_unit_->size());
+            } else {
+                return std::nullopt;
+            }
+        }
+        return out;
+    }
+
+    // The longest of the block's indentations that `f` extends.
+    [[nodiscard]] std::optional<std::string_view> parent_of(std::string_view f) const {
+        std::optional<std::string_view> parent;
+        for (std::string_view g : block_inds_) {
+            if (g.size() < f.size() && f.starts_with(g) && (!parent || g.size() > parent->size())) {
+                parent = g;
+            }
+        }
+        return parent;
+    }
+
+    // The first written line indented with a character the file does not use there.
+    [[nodiscard]] std::optional<size_t> first_inconsistent(
+        const std::vector<std::string>& lines) const {
+        for (size_t i = std::max(from_, first_checked_); i < lines.size(); ++i) {
+            if (!is_blank(lines[i]) && (indent_chars(indentation(lines[i])) & ~allowed_) != 0) {
+                return i;
+            }
+        }
+        return std::nullopt;
+    }
+
+    // What the refusal shows: the first matched line indented differently from old_string's, or,
+    // when they all agree, the new_string line that has no place and an indented block line.
+    [[nodiscard]] IndentationHint hint(size_t unplaced) const {
+        IndentationHint h;
+        for (const auto& [o, b] : pairs_) {
+            if (indentation(old_[o]) != indentation(block_[b])) {
+                h.line = fr_.first_line + b + 1;
+                h.file_line = std::string(block_[b]);
+                h.model_line = std::string(old_[o]);
+                return h;
+            }
+        }
+        size_t b = 0;
+        for (size_t i = 0; i < block_.size(); ++i) {
+            if (!is_blank(block_[i]) && !indentation(block_[i]).empty()) {
+                b = i;
+                break;
+            }
+        }
+        h.line = fr_.first_line + b + 1;
+        h.file_line = std::string(block_[b]);
+        h.model_line = unplaced < new_.size() ? std::string(new_[unplaced]) : std::string();
+        h.in_new_string = true;
+        return h;
+    }
+
+    const Text& t_;
+    const IndentFrame& fr_;
+    size_t from_ = 0;           // the first line the rule places (1 when the match is mid-line)
+    size_t first_checked_ = 0;  // the first line whose indentation is written (partial: 1)
+    std::vector<std::string_view> old_;
+    std::vector<std::string_view> new_;
+    std::vector<std::string_view> block_;
+    std::vector<std::pair<size_t, size_t>> pairs_;  // non-blank on both sides, from from_ on
+    std::vector<std::optional<size_t>> block_of_;   // old_ line → its paired block line
+    std::vector<std::string_view> block_inds_;      // the block's non-blank lines' indentation
+    unsigned allowed_ = 0;                          // kSpaces | kTabs the file indents with
+    std::optional<std::string> file_unit_;
+};
+
+enum class Pairing : uint8_t {
+    kAll,      // old_string's line i matched block line i
+    kAnchors,  // only the first and last lines correspond
+    kFirst,    // only the first lines correspond
+};
+
 // A whole-line block [first, last] of the file replaced by new_string.
 Candidate block_candidate(const Text& t, size_t first, size_t last, const OldLines& old,
-                          std::string_view new_string, bool anchors_only) {
+                          std::string_view new_string, Pairing pairing) {
     Candidate c;
     c.start = t.start(first);
     c.end = t.content_end(last);
     if (old.trailing_newline && t.has_newline(last)) {
         ++c.end;
     }
-    std::vector<std::string_view> file_lines;
-    for (size_t i = first; i <= last; ++i) {
-        file_lines.push_back(t.line(i));
+    IndentFrame fr;
+    for (std::string_view line : old.lines) {
+        fr.old_lines.emplace_back(line);
     }
-    std::vector<std::pair<std::string_view, std::string_view>> pairs;
-    if (anchors_only || file_lines.size() != old.lines.size()) {
-        pairs.emplace_back(old.lines.front(), file_lines.front());
-        pairs.emplace_back(old.lines.back(), file_lines.back());
-    } else {
-        for (size_t i = 0; i < file_lines.size(); ++i) {
-            pairs.emplace_back(old.lines[i], file_lines[i]);
-        }
+    fr.first_line = first;
+    fr.last_line = last;
+    const size_t size = last - first + 1;
+    if (pairing == Pairing::kAll && size != old.lines.size()) {
+        pairing = Pairing::kAnchors;
     }
-    c.replacement = adapt_new_string(new_string, old.lines, file_lines, pairs, &c.reindented);
-    if (!anchors_only && file_lines.size() == old.lines.size()) {
-        const std::optional<Shift> shift = uniform_shift(pairs);
-        bool same_body = shift.has_value() && !shift->prefix.empty();
-        for (size_t i = 0; same_body && i < file_lines.size(); ++i) {
-            same_body = trim_right(trim_left(old.lines[i])) == trim_right(trim_left(file_lines[i]));
-        }
-        c.indentation_only = same_body;
+    switch (pairing) {
+        case Pairing::kAll:
+            for (size_t i = 0; i < size; ++i) {
+                fr.pairs.emplace_back(i, i);
+            }
+            break;
+        case Pairing::kAnchors:
+            fr.pairs.emplace_back(0, 0);
+            fr.pairs.emplace_back(old.lines.size() - 1, size - 1);
+            break;
+        case Pairing::kFirst:
+            fr.pairs.emplace_back(0, 0);
+            break;
     }
+    fr.new_string = std::string(new_string);
+    fr.plain = fr.new_string;
+    c.frame = std::move(fr);
     return c;
 }
 
@@ -274,6 +804,48 @@ std::string boundary_adjusted(std::string_view new_string, std::string_view old)
         r.remove_suffix(trail.size());
     }
     return std::string(r);
+}
+
+// A match of old_string's trimmed text (verbatim, or whitespace-normalised within one line) at
+// [start, end), which may begin and end inside lines.
+Candidate partial_candidate(const Text& t, size_t start, size_t end, std::string_view old,
+                            std::string_view new_string) {
+    Candidate c;
+    c.start = start;
+    c.end = end;
+    const std::string_view core = trim(old);
+    const std::string_view lead = old.substr(0, static_cast<size_t>(core.data() - old.data()));
+    const size_t lead_nl = lead.rfind('\n');
+    // old_string's indentation of its first line of text.
+    const std::string_view old_indent =
+        indentation(lead_nl == std::string_view::npos ? lead : lead.substr(lead_nl + 1));
+    IndentFrame fr;
+    fr.first_line = t.line_of(start);
+    fr.last_line = t.line_of(end > start ? end - 1 : start);
+    fr.plain = boundary_adjusted(new_string, old);
+    const std::string_view content = t.str();
+    const std::string_view before =
+        content.substr(t.start(fr.first_line), start - t.start(fr.first_line));
+    fr.first = indentation(before).size() == before.size() ? IndentFrame::First::kAfterIndentation
+                                                           : IndentFrame::First::kMidLine;
+    const std::vector<std::string_view> core_lines = segments_of(core);
+    for (std::string_view line : core_lines) {
+        fr.old_lines.emplace_back(line);
+    }
+    fr.old_lines[0] = std::string(old_indent) + fr.old_lines[0];
+    for (size_t i = 0; i < core_lines.size() && i <= fr.last_line - fr.first_line; ++i) {
+        fr.pairs.emplace_back(i, i);
+    }
+    fr.new_string = fr.plain;
+    if (fr.first == IndentFrame::First::kAfterIndentation) {
+        const std::string_view first_new = segments_of(fr.plain).front();
+        if (!is_blank(first_new)) {
+            fr.new_string =
+                std::string(old_indent) + fr.plain.substr(indentation(first_new).size());
+        }
+    }
+    c.frame = std::move(fr);
+    return c;
 }
 
 std::string unescape(std::string_view s) {
@@ -370,10 +942,33 @@ Found find_line_trimmed(const Text& t, const OldLines& old, std::string_view new
             all = t.trimmed(i + j) == want[j];
         }
         if (all) {
-            f.matches.push_back(block_candidate(t, i, i + k - 1, old, new_string, false));
+            f.matches.push_back(block_candidate(t, i, i + k - 1, old, new_string, Pairing::kAll));
         }
     }
     return f;
+}
+
+// Whether the whole lines [first, first + count) collapse, line breaks included, to `want`.
+bool window_collapses_to(const std::vector<std::string>& norm, size_t first, size_t count,
+                         std::string_view want) {
+    size_t pos = 0;
+    for (size_t j = first; j < first + count; ++j) {
+        const std::string& s = norm[j];
+        if (s.empty()) {
+            continue;
+        }
+        if (pos > 0) {
+            if (pos >= want.size() || want[pos] != ' ') {
+                return false;
+            }
+            ++pos;
+        }
+        if (want.compare(pos, s.size(), s) != 0) {
+            return false;
+        }
+        pos += s.size();
+    }
+    return pos == want.size();
 }
 
 Found find_whitespace_normalized(const Text& t, std::string_view old, const OldLines& old_lines,
@@ -391,7 +986,7 @@ Found find_whitespace_normalized(const Text& t, std::string_view old, const OldL
             for (size_t pos : exact_positions(norm, want, true)) {
                 const size_t start = t.start(i) + map[pos];
                 const size_t end = t.start(i) + map[pos + want.size() - 1] + 1;
-                f.matches.push_back({start, end, boundary_adjusted(new_string, old)});
+                f.matches.push_back(partial_candidate(t, start, end, old, new_string));
             }
         }
         return f;
@@ -414,7 +1009,23 @@ Found find_whitespace_normalized(const Text& t, std::string_view old, const OldL
             all = file_norm[i + j] == want_lines[j];
         }
         if (all) {
-            f.matches.push_back(block_candidate(t, i, i + k - 1, old_lines, new_string, false));
+            f.matches.push_back(
+                block_candidate(t, i, i + k - 1, old_lines, new_string, Pairing::kAll));
+        }
+    }
+    if (!f.matches.empty()) {
+        return f;
+    }
+    // Line breaks moved between the same tokens: only the first lines still correspond.
+    const bool first_blank = want_lines.front().empty();
+    const bool last_blank = want_lines.back().empty();
+    for (size_t i = 0; i + k <= t.lines(); ++i) {
+        if (file_norm[i].empty() != first_blank || file_norm[i + k - 1].empty() != last_blank) {
+            continue;
+        }
+        if (window_collapses_to(file_norm, i, k, want)) {
+            f.matches.push_back(
+                block_candidate(t, i, i + k - 1, old_lines, new_string, Pairing::kFirst));
         }
     }
     return f;
@@ -435,7 +1046,7 @@ Found find_trimmed_boundary(const Text& t, std::string_view old, std::string_vie
     }
     Found f;
     for (size_t pos : exact_positions(t.str(), core, true)) {
-        f.matches.push_back({pos, pos + core.size(), boundary_adjusted(new_string, old)});
+        f.matches.push_back(partial_candidate(t, pos, pos + core.size(), old, new_string));
     }
     return f;
 }
@@ -537,7 +1148,7 @@ Found find_block_anchor(const Text& t, const OldLines& old, std::string_view new
     for (const AnchorBlock& b : anchor_blocks(t, old, size_slack(old.lines.size()))) {
         const double score = middle_similarity(t, b.first, b.last, old);
         if (score >= kBlockAnchorThreshold) {
-            Candidate c = block_candidate(t, b.first, b.last, old, new_string, true);
+            Candidate c = block_candidate(t, b.first, b.last, old, new_string, Pairing::kAnchors);
             c.score = score;
             const size_t size = b.last - b.first + 1;
             c.size_penalty =
@@ -561,7 +1172,7 @@ Found find_context_aware(const Text& t, const OldLines& old, std::string_view ne
         }
         const double ratio = static_cast<double>(same) / static_cast<double>(k - 2);
         if (ratio >= kContextAwareThreshold) {
-            Candidate c = block_candidate(t, b.first, b.last, old, new_string, false);
+            Candidate c = block_candidate(t, b.first, b.last, old, new_string, Pairing::kAll);
             c.score = ratio;
             f.matches.push_back(std::move(c));
         }
@@ -678,20 +1289,88 @@ size_t newlines_in(std::string_view s) {
     return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
 }
 
-EditOutcome build(const Text& t, const TextShape& shape, std::vector<Candidate> matches,
-                  Strategy strategy) {
+// The line endings of a file that has both "\r\n" and "\n" (header comment).
+struct Endings {
+    std::vector<bool> crlf;  // one per '\n' of the normalised content, in order
+    bool dominant_crlf = false;
+};
+
+// `bytes`: the file without its BOM, before "\r\n" is normalised.
+Endings endings_of(std::string_view bytes) {
+    Endings e;
+    size_t crlf = 0;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+        if (bytes[i] == '\n') {
+            e.crlf.push_back(i > 0 && bytes[i - 1] == '\r');
+            if (e.crlf.back()) {
+                ++crlf;
+            }
+        }
+    }
+    const size_t lf = e.crlf.size() - crlf;
+    e.dominant_crlf = crlf > lf || (crlf == lf && !e.crlf.empty() && e.crlf.front());
+    return e;
+}
+
+// The endings of `rep`'s line breaks, replacing `span` whose first line break is the file's
+// `first_break`-th: lines `rep` shares with the start or the end of `span` keep span's endings,
+// every other line break takes the dominant one.
+void append_endings(std::string_view span, std::string_view rep, size_t first_break,
+                    const Endings& e, std::vector<bool>* out) {
+    const std::vector<std::string_view> old_segs = segments_of(span);
+    const std::vector<std::string_view> new_segs = segments_of(rep);
+    const size_t n = old_segs.size() - 1;  // line breaks in span
+    const size_t m = new_segs.size() - 1;  // line breaks in rep
+    size_t prefix = 0;
+    while (prefix < std::min(n, m) && old_segs[prefix] == new_segs[prefix]) {
+        ++prefix;
+    }
+    size_t suffix = 0;  // segments equal from the end, not overlapping the prefix
+    while (prefix + suffix < std::min(n, m) + 1 && old_segs[n - suffix] == new_segs[m - suffix]) {
+        ++suffix;
+    }
+    for (size_t i = 0; i < m; ++i) {
+        if (i < prefix) {
+            out->push_back(e.crlf[first_break + i]);
+        } else if (suffix > 0 && i + suffix > m) {
+            out->push_back(e.crlf[first_break + n - (m - i)]);
+        } else {
+            out->push_back(e.dominant_crlf);
+        }
+    }
+}
+
+EditOutcome build(const Text& t, const TextShape& shape, const Endings* endings,
+                  std::vector<Candidate> matches, Strategy strategy) {
     std::sort(matches.begin(), matches.end(),
               [](const Candidate& a, const Candidate& b) { return a.start < b.start; });
     const std::string& c = t.str();
+    const std::string_view content = c;
     std::string out;
     out.reserve(c.size() + matches.front().replacement.size());
+    std::vector<bool> out_crlf;  // mixed files: the ending of each '\n' of `out`
     size_t cursor = 0;
+    size_t breaks = 0;  // line breaks of the content before `cursor`
+    auto keep = [&](size_t to) {
+        const std::string_view kept = content.substr(cursor, to - cursor);
+        out += kept;
+        if (endings != nullptr) {
+            for (size_t k = newlines_in(kept); k > 0; --k) {
+                out_crlf.push_back(endings->crlf[breaks++]);
+            }
+        }
+    };
     for (const Candidate& m : matches) {
-        out.append(c, cursor, m.start - cursor);
+        keep(m.start);
         out += m.replacement;
+        if (endings != nullptr) {
+            const std::string_view span = content.substr(m.start, m.end - m.start);
+            append_endings(span, m.replacement, breaks, *endings, &out_crlf);
+            breaks += newlines_in(span);
+        }
         cursor = m.end;
     }
-    out.append(c, cursor, std::string::npos);
+    keep(c.size());
 
     const Candidate& first = matches.front();
     if (out == c) {
@@ -708,21 +1387,34 @@ EditOutcome build(const Text& t, const TextShape& shape, std::vector<Candidate> 
     applied.old_first_line = t.line_of(first.start) + 1;
     applied.old_last_line = t.line_of(first.end > first.start ? first.end - 1 : first.start) + 1;
     // The first region starts at the same offset in the new content.
-    const std::string_view before = c;
-    applied.new_first_line = newlines_in(before.substr(0, first.start)) + 1;
+    applied.new_first_line = newlines_in(content.substr(0, first.start)) + 1;
     std::string_view rep = first.replacement;
     if (rep.ends_with('\n')) {
         rep.remove_suffix(1);
     }
     applied.new_last_line = applied.new_first_line + newlines_in(rep);
-    applied.content = restore_shape(out, shape);
+    if (endings == nullptr) {
+        applied.content = restore_shape(out, shape);
+        return applied;
+    }
+    applied.content.reserve(out.size() + out_crlf.size() + kUtf8Bom.size());
+    if (shape.bom) {
+        applied.content += kUtf8Bom;
+    }
+    size_t k = 0;
+    for (char ch : out) {
+        if (ch == '\n' && out_crlf[k++]) {
+            applied.content += '\r';
+        }
+        applied.content += ch;
+    }
     return applied;
 }
 
-// Resolves one strategy's findings: nothing (try the next), a guard failure, ambiguity, or the
-// edit.
-std::optional<EditOutcome> settle(const Text& t, const TextShape& shape, Found found,
-                                  Strategy strategy) {
+// Resolves one strategy's findings: nothing (try the next), a guard failure, ambiguity, the
+// indentation refusal, or the edit.
+std::optional<EditOutcome> settle(const Text& t, const TextShape& shape, const Endings* endings,
+                                  Found found, Strategy strategy) {
     if (found.failure) {
         return EditOutcome(*found.failure);
     }
@@ -736,10 +1428,24 @@ std::optional<EditOutcome> settle(const Text& t, const TextShape& shape, Found f
         f.locations = found.matches.size();
         return EditOutcome(f);
     }
-    if (strategy == Strategy::kLineTrimmed && found.matches.front().indentation_only) {
-        strategy = Strategy::kIndentationFlexible;
+    Candidate& c = found.matches.front();
+    if (c.frame) {
+        Adapted a = Reindenter(t, *c.frame).run();
+        if (strategy == Strategy::kLineTrimmed && a.indentation_differs) {
+            strategy = Strategy::kIndentationFlexible;
+        }
+        if (a.refusal) {
+            EditFailure f = failure_of(EditFailureKind::kIndentation);
+            f.strategy = strategy;
+            f.first_line = c.frame->first_line + 1;
+            f.last_line = c.frame->last_line + 1;
+            f.indentation = std::move(a.refusal);
+            return EditOutcome(f);
+        }
+        c.replacement = std::move(a.replacement);
+        c.reindented = a.reindented;
     }
-    return build(t, shape, std::move(found.matches), strategy);
+    return build(t, shape, endings, std::move(found.matches), strategy);
 }
 
 }  // namespace
@@ -800,11 +1506,17 @@ EditOutcome apply_edit(const EditSpec& spec) {
         return failure_of(EditFailureKind::kIdentical);
     }
     const TextShape shape = detect_shape(spec.file);
-    const Text t(normalize_text(spec.file, shape));
-    // The model's strings follow the file's convention, except in a mixed file, where the
-    // model's line breaks are taken as written.
+    std::string normalized = normalize_text(spec.file, shape);
+    std::optional<Endings> endings;  // a mixed file's, restored line by line
+    if (shape.mixed) {
+        endings = endings_of(normalized);
+        normalized = crlf_to_lf(normalized);
+    }
+    const Endings* const mixed = endings ? &*endings : nullptr;
+    const Text t(std::move(normalized));
+    // The model's strings are matched with "\n" line breaks, like the content.
     auto conform = [&](std::string_view s) {
-        std::string out = shape.mixed ? std::string(s) : crlf_to_lf(s);
+        std::string out = crlf_to_lf(s);
         if (shape.bom && out.starts_with(kUtf8Bom)) {
             out.erase(0, kUtf8Bom.size());
         }
@@ -828,36 +1540,36 @@ EditOutcome apply_edit(const EditSpec& spec) {
             nf.near_miss = find_near_miss(t, old_lines);
             return nf;
         }
-        return build(t, shape, std::move(f.matches), Strategy::kMultiOccurrence);
+        return build(t, shape, mixed, std::move(f.matches), Strategy::kMultiOccurrence);
     }
 
-    if (auto r = settle(t, shape, find_exact(t, old, new_string, true), Strategy::kExact)) {
+    if (auto r = settle(t, shape, mixed, find_exact(t, old, new_string, true), Strategy::kExact)) {
         return *r;
     }
-    if (auto r =
-            settle(t, shape, find_line_trimmed(t, old_lines, new_string), Strategy::kLineTrimmed)) {
+    if (auto r = settle(t, shape, mixed, find_line_trimmed(t, old_lines, new_string),
+                        Strategy::kLineTrimmed)) {
         return *r;
     }
-    if (auto r = settle(t, shape, find_whitespace_normalized(t, old, old_lines, new_string),
+    if (auto r = settle(t, shape, mixed, find_whitespace_normalized(t, old, old_lines, new_string),
                         Strategy::kWhitespaceNormalized)) {
         return *r;
     }
-    if (auto r = settle(t, shape, find_escape_normalized(t, old, new_string),
+    if (auto r = settle(t, shape, mixed, find_escape_normalized(t, old, new_string),
                         Strategy::kEscapeNormalized)) {
         return *r;
     }
-    if (auto r = settle(t, shape, find_trimmed_boundary(t, old, new_string),
+    if (auto r = settle(t, shape, mixed, find_trimmed_boundary(t, old, new_string),
                         Strategy::kTrimmedBoundary)) {
         return *r;
     }
     Found anchored = find_block_anchor(t, old_lines, new_string);
     guard_proportion(t, anchored, Strategy::kBlockAnchor, old.size());
-    if (auto r = settle(t, shape, std::move(anchored), Strategy::kBlockAnchor)) {
+    if (auto r = settle(t, shape, mixed, std::move(anchored), Strategy::kBlockAnchor)) {
         return *r;
     }
     Found context = find_context_aware(t, old_lines, new_string);
     guard_proportion(t, context, Strategy::kContextAware, old.size());
-    if (auto r = settle(t, shape, std::move(context), Strategy::kContextAware)) {
+    if (auto r = settle(t, shape, mixed, std::move(context), Strategy::kContextAware)) {
         return *r;
     }
     EditFailure nf = failure_of(EditFailureKind::kNotFound);

@@ -73,6 +73,17 @@ std::string line_range(size_t first, size_t last) {
                          : fmt::format("lines {}\u2013{}", first, last);
 }
 
+// A line with its leading whitespace made visible ("·" a space, "\t" a tab), the rest quoted
+// as quote() does.
+std::string visible_indentation(std::string_view line) {
+    const std::string_view ind = indentation(line);
+    std::string out = "\"";
+    for (char c : ind) {
+        out += c == '\t' ? "\\t" : "\u00b7";
+    }
+    return out + quote(line.substr(ind.size())).substr(1);
+}
+
 std::string failure_message(const EditFailure& f, std::string_view display, bool replace_all) {
     switch (f.kind) {
         case EditFailureKind::kEmptyOldString:
@@ -129,6 +140,23 @@ std::string failure_message(const EditFailure& f, std::string_view display, bool
                 "exactly as new_string, so there is nothing to change. Check that new_string "
                 "holds the change you intended.",
                 display, line_range(f.first_line, f.last_line), strategy_phrase(f.strategy));
+        case EditFailureKind::kIndentation: {
+            const IndentationHint hint = f.indentation.value_or(IndentationHint{});
+            const std::string shown =
+                hint.in_new_string ? fmt::format("new_string has {}, the file's line {} has {}",
+                                                 visible_indentation(hint.model_line), hint.line,
+                                                 visible_indentation(hint.file_line))
+                                   : fmt::format("line {}: old_string has {}, the file has {}",
+                                                 hint.line, visible_indentation(hint.model_line),
+                                                 visible_indentation(hint.file_line));
+            return fmt::format(
+                "No replacement was performed: old_string matches {} of {} {}, but new_string "
+                "cannot be re-indented to the file's indentation ({}; \u00b7 is a space). Copy "
+                "old_string with the file's indentation exactly and indent new_string the same "
+                "way.",
+                line_range(f.first_line, f.last_line), display, loose_match_phrase(f.strategy),
+                shown);
+        }
     }
     return "No replacement was performed.";
 }
@@ -191,6 +219,15 @@ public:
             {"required", {"file_path", "old_string", "new_string"}},
             {"additionalProperties", false},
         };
+    }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"path", of_type("string")},
+                                {"diff", of_type("string")},
+                                {"additions", of_type("integer")},
+                                {"deletions", of_type("integer")},
+                                {"strategy", of_type("string")},
+                                {"replacements", of_type("integer")},
+                                {"reindented", of_type("boolean")}});
     }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = false, .destructive = true, .idempotent = false, .open_world = false};
@@ -276,7 +313,7 @@ private:
                 fmt::format("{}, {}", count_of(applied.replacements, "replacement", "replacements"),
                             strategy_phrase(applied.strategy));
             if (applied.reindented) {
-                how += "; new_string re-indented to the file's depth";
+                how += "; new_string re-indented to the file's indentation";
             }
         }
         ToolResult r;

@@ -1,5 +1,7 @@
 // Fuzzes the edit cascade. Input: FILE \0 OLD \0 NEW [\0 → replace_all]. Invariants: no crash;
-// a successful edit keeps the file's BOM and CRLF convention and reports sane line numbers;
+// a successful edit keeps the file's BOM and CRLF convention and reports sane line numbers; a
+// tolerant match (one that does not take old_string's indentation verbatim) writes its lines
+// indented only with the characters the matched block (else the file) is indented with;
 // and on plain text (no CR, no BOM) the exact strategies behave exactly like std::string:
 // a unique occurrence is replaced as find/replace would, several are ambiguous, replace_all
 // equals a left-to-right non-overlapping replace.
@@ -8,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "tools/edit_cascade.h"
 #include "tools/text.h"
@@ -45,6 +48,45 @@ std::string replace_all(std::string_view hay, std::string_view needle, std::stri
     }
     out.append(hay.substr(cursor));
     return out;
+}
+
+// The content as the cascade matches it: no BOM, "\n" line breaks.
+std::string normalized(std::string_view bytes) {
+    if (bytes.starts_with(stockade::tools::kUtf8Bom)) {
+        bytes.remove_prefix(stockade::tools::kUtf8Bom.size());
+    }
+    return stockade::tools::crlf_to_lf(bytes);
+}
+
+// Bit 1: a space, bit 2: a tab, in the indentation of lines[first, last)'s non-blank lines.
+unsigned indent_chars(const std::vector<std::string_view>& lines, size_t first, size_t last) {
+    unsigned chars = 0;
+    for (size_t i = first; i < last && i < lines.size(); ++i) {
+        if (stockade::tools::trim(lines[i]).empty()) {
+            continue;
+        }
+        for (char c : stockade::tools::indentation(lines[i])) {
+            chars |= c == '\t' ? 2U : 1U;
+        }
+    }
+    return chars;
+}
+
+bool tolerant(Strategy s) {
+    switch (s) {
+        case Strategy::kLineTrimmed:
+        case Strategy::kIndentationFlexible:
+        case Strategy::kWhitespaceNormalized:
+        case Strategy::kTrimmedBoundary:
+        case Strategy::kBlockAnchor:
+        case Strategy::kContextAware:
+            return true;
+        case Strategy::kExact:
+        case Strategy::kEscapeNormalized:
+        case Strategy::kMultiOccurrence:
+            return false;
+    }
+    return false;
 }
 
 bool no_bare_lf(std::string_view s) {
@@ -95,6 +137,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         }
         if (shape.crlf) {
             check(no_bare_lf(ok->content));
+        }
+        if (tolerant(ok->strategy) && !stockade::tools::trim(new_s).empty()) {
+            const std::string before = normalized(file);
+            const std::string after = normalized(ok->content);
+            const std::vector<std::string_view> old_lines = stockade::tools::split_lines(before);
+            const std::vector<std::string_view> new_lines = stockade::tools::split_lines(after);
+            unsigned allowed = indent_chars(old_lines, ok->old_first_line - 1, ok->old_last_line);
+            if (allowed == 0) {
+                allowed = indent_chars(old_lines, 0, old_lines.size());
+            }
+            if (allowed != 0) {
+                const unsigned written =
+                    indent_chars(new_lines, ok->new_first_line - 1, ok->new_last_line);
+                check((written & ~allowed) == 0);
+            }
         }
     }
 

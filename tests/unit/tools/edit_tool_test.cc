@@ -61,6 +61,47 @@ TEST_F(EditToolTest, FuzzyEditNamesTheStrategy) {
     EXPECT_EQ(h.ws.get("src/py.py"), "class A:\n    def f(self):\n        return 2\n");
 }
 
+TEST_F(EditToolTest, LineByLineReindentationIsReported) {
+    // Tabs sent for a file indented with two spaces, the model's drift included.
+    h.ws.put("src/conf.yaml", "jobs:\n  build:\n    steps:\n      - run: make\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/conf.yaml"}}).is_error);
+    const ToolResult r = edit("\tbuild:\n\t\tsteps:\n\t\t\t- run: make",
+                              "\tbuild:\n\t\tsteps:\n\t\t\t- run: make\n\t\t\t- run: make test",
+                              false, "src/conf.yaml");
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("edit_success_reindented_lines.txt", r.content);
+    EXPECT_EQ(r.metadata["strategy"], "indentation-flexible");
+    EXPECT_EQ(r.metadata["reindented"], true);
+    EXPECT_EQ(h.ws.get("src/conf.yaml"),
+              "jobs:\n  build:\n    steps:\n      - run: make\n      - run: make test\n");
+}
+
+TEST_F(EditToolTest, ReindentationThatCannotBeDoneShowsTheFilesIndentation) {
+    h.ws.put("src/run.go", "func run() {\n\tif ok {\n\t\tgo()\n\t}\n}\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/run.go"}}).is_error);
+    const ToolResult r = edit("    if ok {\n        go()\n    }",
+                              "    if ok {\n        go(a,\n      b)\n    }", false, "src/run.go");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_indentation_refused.txt", r.content);
+    EXPECT_EQ(h.ws.get("src/run.go"), "func run() {\n\tif ok {\n\t\tgo()\n\t}\n}\n");
+}
+
+TEST_F(EditToolTest, TabInNewStringForASpaceFileIsRefused) {
+    h.ws.put("src/f.py", "def f():\n    a = 1  \n    b = 2\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/f.py"}}).is_error);
+    const ToolResult r = edit("    a = 1\n    b = 2", "    a = 1\n\tb = 3", false, "src/f.py");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_indentation_refused_new_string.txt", r.content);
+}
+
+TEST_F(EditToolTest, LineAddedToAMixedFileTakesItsDominantEnding) {
+    h.ws.put("src/mixed.txt", "a\r\nb\r\nc\r\nd\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/mixed.txt"}}).is_error);
+    const ToolResult r = edit("b\n", "b\nb2\n", false, "src/mixed.txt");
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_EQ(h.ws.get("src/mixed.txt"), "a\r\nb\r\nb2\r\nc\r\nd\n");
+}
+
 TEST_F(EditToolTest, WhitespaceNormalizedPhraseMatchesTheSeed) {
     h.ws.put("src/c.c", "int  x =  1;\n");
     ASSERT_FALSE(h.call("read", {{"file_path", "src/c.c"}}).is_error);
