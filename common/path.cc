@@ -30,4 +30,18 @@ std::string join_absolute(const std::vector<std::string_view>& parts, size_t fro
     return out.empty() ? "/" : out;
 }
 
+std::vector<std::string> split_path_list(std::string_view list) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (;;) {
+        const size_t colon = list.find(':', start);
+        out.emplace_back(
+            list.substr(start, colon == std::string_view::npos ? colon : colon - start));
+        if (colon == std::string_view::npos) {
+            return out;
+        }
+        start = colon + 1;
+    }
+}
+
 }  // namespace stockade

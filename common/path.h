@@ -15,4 +15,7 @@ void append_normalised_components(std::string_view path, std::vector<std::string
 // "/a/b" from {"a", "b"} (from index `from`); "/" when there is none.
 std::string join_absolute(const std::vector<std::string_view>& parts, size_t from = 0);
 
+// The entries of a colon-separated list such as PATH, in order, empty ones included.
+std::vector<std::string> split_path_list(std::string_view list);
+
 }  // namespace stockade

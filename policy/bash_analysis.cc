@@ -329,6 +329,45 @@ std::string url_host(std::string_view text) {
     return host;
 }
 
+// A host name or address that always means this machine's own loopback interface.
+bool is_loopback_host(std::string_view host) {
+    if (host == "localhost" || host.ends_with(".localhost") || host == "ip6-localhost" ||
+        host == "ip6-loopback" || host == "::1" || host == "0:0:0:0:0:0:0:1" || host == "::" ||
+        host == "0.0.0.0") {
+        return true;
+    }
+    // 127.0.0.0/8 as a dotted quad.
+    int parts = 0;
+    std::string_view rest = host;
+    while (!rest.empty() && parts < 4) {
+        const size_t dot = rest.find('.');
+        const std::string_view part = rest.substr(0, dot);
+        if (part.empty() || part.size() > 3 ||
+            part.find_first_not_of("0123456789") != std::string_view::npos) {
+            return false;
+        }
+        if (parts == 0 && part != "127") {
+            return false;
+        }
+        ++parts;
+        rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+    }
+    return parts == 4 && rest.empty();
+}
+
+// True when the scheme, user, host and port of a URL-like word are as written: an expansion
+// there could turn "http://127.0.0.1:$P" into "http://127.0.0.1:80@example.com".
+bool literal_authority(const ShellWord& word) {
+    if (!word.expands) {
+        return true;
+    }
+    std::string_view text = word.text;
+    size_t start = text.find("://");
+    start = start == std::string_view::npos ? 0 : start + 3;
+    const size_t end = text.find_first_of("/?#", start);
+    return text.substr(0, end).find_first_of("$`") == std::string_view::npos;
+}
+
 // "host:path", "user@host:path", "rsync://host/x", "host::module": a remote side of scp or
 // rsync; a local path has no colon before its first slash.
 bool remote_spec(std::string_view text) {
@@ -452,13 +491,19 @@ private:
                         .reason = fmt::format("`{}` reaches the network", program)});
     }
 
+    // A client that connects to `targets`. Targets on the session's own loopback (when it
+    // has one: ctx_.private_loopback) need no network access; a target that is no host
+    // name (a variable, an option's value) may be anything, so it counts as the network.
     void network_to(std::string_view program, const std::vector<ShellWord>& targets) {
         bool any = false;
         for (const ShellWord& target : targets) {
             std::string host = url_host(target.text);
-            if (!host.empty()) {
+            if (host.empty()) {
+                continue;
+            }
+            any = true;
+            if (!(ctx_.private_loopback && literal_authority(target) && is_loopback_host(host))) {
                 network(program, std::move(host));
-                any = true;
             }
         }
         if (!any) {

@@ -54,6 +54,10 @@ struct RequestContext {
     std::string home{};            // for "~" in commands; empty: "~" paths are not resolved
     // Writes beneath these are not "outside the project": the sandbox's private /tmp.
     std::vector<std::string> scratch_roots{"/tmp"};
+    // The commands run in a network namespace of their own (`--network none`): its loopback
+    // (127.0.0.0/8, ::1, localhost) reaches only the session's own servers, so connecting
+    // there is not network access. False with the host's network, whose loopback is the host's.
+    bool private_loopback = false;
 };
 
 // `path` joined onto `base` unless it is absolute, with "." and ".." applied lexically (".."

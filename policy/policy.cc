@@ -89,6 +89,7 @@ Result<Policy> Policy::load(std::span<const SettingsSource> sources, const Polic
         std::string origin;
     };
     std::array<std::optional<LayerPreset>, kLayerCount> layer_presets;
+    std::array<std::vector<SandboxSettings>, kLayerCount> collected;
     for (const SettingsSource& source : sources) {
         const RuleAnchors anchors{.workspace_root = workspace,
                                   .home = options.home,
@@ -100,9 +101,35 @@ Result<Policy> Policy::load(std::span<const SettingsSource> sources, const Polic
         for (std::string& warning : settings.warnings) {
             policy.warnings_.push_back(std::move(warning));
         }
+        collected[static_cast<size_t>(source.layer)].push_back(std::move(settings.sandbox));
         auto& slot = layer_presets[static_cast<size_t>(source.layer)];
         if (settings.preset && !slot) {
             slot = LayerPreset{*settings.preset, settings.preset_origin};
+        }
+    }
+
+    for (size_t layer = 0; layer < kLayerCount; ++layer) {
+        const bool project = static_cast<Layer>(layer) == Layer::kProject;
+        for (SandboxSettings& one : collected[layer]) {
+            auto take = [&](std::vector<SandboxEntry>& from, std::vector<SandboxEntry>& to,
+                            bool grants) {
+                for (SandboxEntry& e : from) {
+                    if (project && grants) {
+                        policy.warnings_.push_back(fmt::format(
+                            "{}: a project settings file cannot mount host paths or set "
+                            "variables in the sandbox (it comes with the repository); \"{}\" "
+                            "ignored",
+                            e.origin, e.value));
+                        continue;
+                    }
+                    to.push_back(std::move(e));
+                }
+            };
+            take(one.allow_read, policy.sandbox_.allow_read, true);
+            take(one.allow_write, policy.sandbox_.allow_write, true);
+            take(one.env, policy.sandbox_.env, true);
+            take(one.deny_read, policy.sandbox_.deny_read, false);
+            take(one.deny_write, policy.sandbox_.deny_write, false);
         }
     }
 

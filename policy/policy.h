@@ -67,6 +67,10 @@ public:
     // Every rule in evaluation order: deny, ask, allow lists, each highest layer first.
     [[nodiscard]] const std::vector<Rule>& rules() const { return rules_; }
     [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+    // Every layer's "sandbox" block, in layer order (managed first). Mounts and variables from
+    // the project layer are dropped at load with a warning: that file comes with the
+    // repository, so it may only restrict (denyRead, denyWrite).
+    [[nodiscard]] const SandboxSettings& sandbox() const { return sandbox_; }
 
 private:
     Policy() = default;
@@ -75,6 +79,7 @@ private:
     Mode mode_ = Mode::kLocal;
     std::vector<Rule> rules_;
     std::vector<std::string> warnings_;
+    SandboxSettings sandbox_;
     // index_[decision][kind]: the rules of that list that can match that kind of request, in
     // evaluation order, so a request never looks at rules about other capabilities.
     std::array<std::array<std::vector<uint32_t>, kCapabilityKindCount>, 3> index_{};

@@ -1,5 +1,6 @@
 #include "policy/settings.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <utility>
@@ -109,22 +110,28 @@ public:
             return error_at(quoted_token_offset(text, e.what()),
                             "invalid JSON: " + parse_error_text(e));
         }
-        where_ = locate_values(text, 3);
+        where_ = locate_values(text, 4);  // deep enough for /sandbox/filesystem/allowRead/0
         if (!doc.is_object()) {
             return error_at(offset(""), fmt::format("expected a JSON object at the top level, "
                                                     "got {}",
                                                     doc.type_name()));
         }
         for (const auto& [key, value] : doc.items()) {
-            if (key != "permissions" && key != "$schema") {
+            if (key != "permissions" && key != "sandbox" && key != "$schema") {
                 warn(json_pointer_append("", key),
-                     fmt::format("\"{}\" is not used by stockade (only \"permissions\" is); "
-                                 "ignored",
+                     fmt::format("\"{}\" is not used by stockade (only \"permissions\" and "
+                                 "\"sandbox\" are); ignored",
                                  key));
             }
         }
+        if (const auto sandbox = doc.find("sandbox"); sandbox != doc.end()) {
+            RETURN_IF_ERROR(parse_sandbox(*sandbox));
+        }
         const auto permissions = doc.find("permissions");
         if (permissions == doc.end()) {
+            if (doc.contains("sandbox")) {
+                return std::move(out_);
+            }
             out_.warnings.push_back(fmt::format(
                 "{}: no \"permissions\" object; the file adds no rules", source_.origin));
             return std::move(out_);
@@ -185,6 +192,144 @@ private:
             }
         }
         return ok_status();
+    }
+
+    Status parse_sandbox(const json& sandbox) {
+        const std::string pointer = "/sandbox";
+        if (!sandbox.is_object()) {
+            return error_at(offset(pointer), fmt::format("\"sandbox\" must be an object, got {}",
+                                                         sandbox.type_name()));
+        }
+        for (const auto& [key, value] : sandbox.items()) {
+            const std::string child = json_pointer_append(pointer, key);
+            if (key == "filesystem") {
+                RETURN_IF_ERROR(parse_filesystem(value, child));
+            } else if (key == "env") {
+                RETURN_IF_ERROR(parse_strings(
+                    value, child, "sandbox.env",
+                    [&](const std::string& v, const std::string& at) -> Status {
+                        const std::string name = v.substr(0, v.find('='));
+                        if (!valid_env_name(name)) {
+                            return error_at(offset(at), fmt::format("sandbox.env: \"{}\" is not a "
+                                                                    "variable name",
+                                                                    name));
+                        }
+                        out_.sandbox.env.push_back(entry(v, at));
+                        return ok_status();
+                    }));
+            } else if (key == "enabled" || key == "autoAllowBashIfSandboxed" ||
+                       key == "allowUnsandboxedCommands" || key == "excludedCommands" ||
+                       key == "enableWeakerNestedSandbox") {
+                warn(child, fmt::format("\"sandbox.{}\" does not apply: every stockade command "
+                                        "runs in the sandbox; ignored",
+                                        key));
+            } else if (key == "network") {
+                warn(child,
+                     "\"sandbox.network\" is not used yet: the sandbox's network is chosen with "
+                     "--network (none or host); ignored");
+            } else {
+                warn(child, fmt::format("\"sandbox.{}\" is not used by stockade; ignored", key));
+            }
+        }
+        return ok_status();
+    }
+
+    Status parse_filesystem(const json& fs, const std::string& pointer) {
+        if (!fs.is_object()) {
+            return error_at(offset(pointer), fmt::format("\"sandbox.filesystem\" must be an "
+                                                         "object, got {}",
+                                                         fs.type_name()));
+        }
+        const std::array<std::pair<std::string_view, std::vector<SandboxEntry>*>, 4> lists = {
+            {{"allowRead", &out_.sandbox.allow_read},
+             {"allowWrite", &out_.sandbox.allow_write},
+             {"denyRead", &out_.sandbox.deny_read},
+             {"denyWrite", &out_.sandbox.deny_write}}};
+        for (const auto& item : fs.items()) {
+            const std::string key = item.key();  // a variable (clang 14 cannot capture a binding)
+            const json& value = item.value();
+            const std::string child = json_pointer_append(pointer, key);
+            const auto list = std::find_if(lists.begin(), lists.end(),
+                                           [&](const auto& l) { return l.first == key; });
+            if (list == lists.end()) {
+                warn(child, fmt::format(
+                                "\"sandbox.filesystem.{}\" is not used by stockade; ignored", key));
+                continue;
+            }
+            RETURN_IF_ERROR(parse_strings(
+                value, child, "sandbox.filesystem." + key,
+                [&](const std::string& v, const std::string& at) -> Status {
+                    auto path = anchored_path(v);
+                    if (!path) {
+                        return error_at(offset(at), fmt::format("sandbox.filesystem.{}: \"{}\": {}",
+                                                                key, v, path.error().message));
+                    }
+                    list->second->push_back(entry(*path, at));
+                    return ok_status();
+                }));
+        }
+        return ok_status();
+    }
+
+    // An array of strings, each handed to `each` with its JSON pointer.
+    template <class Each>
+    Status parse_strings(const json& list, const std::string& pointer, const std::string& name,
+                         Each each) {
+        if (!list.is_array()) {
+            return error_at(offset(pointer), fmt::format("\"{}\" must be an array of strings, "
+                                                         "got {}",
+                                                         name, list.type_name()));
+        }
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string child = json_pointer_append(pointer, std::to_string(i));
+            if (!list[i].is_string()) {
+                return error_at(offset(child), fmt::format("{}[{}] must be a string, got {}", name,
+                                                           i, list[i].type_name()));
+            }
+            RETURN_IF_ERROR(each(list[i].get<std::string>(), child));
+        }
+        return ok_status();
+    }
+
+    // Claude Code's anchors for sandbox paths: "//x" absolute, "~/x" the home, "/x" the
+    // settings directory, "./x" and "x" the workspace. Globs are not paths one can mount.
+    Result<std::string> anchored_path(const std::string& text) const {
+        if (text.empty()) {
+            return Error{Errc::kInvalidArgument, "an empty path"};
+        }
+        if (text.find_first_of("*?[") != std::string::npos) {
+            return Error{Errc::kInvalidArgument,
+                         "a sandbox path is a path, not a pattern (no *, ? or [)"};
+        }
+        if (text.starts_with("//")) {
+            return normalise_path(text.substr(1), "/");
+        }
+        if (text == "~" || text.starts_with("~/")) {
+            if (anchors_.home.empty()) {
+                return Error{Errc::kInvalidArgument, "\"~\" is unknown here (no home directory)"};
+            }
+            return normalise_path(text == "~" ? "." : text.substr(2), anchors_.home);
+        }
+        if (text.starts_with('/')) {
+            return normalise_path(text.substr(1), anchors_.settings_dir);
+        }
+        return normalise_path(text, anchors_.workspace_root);
+    }
+
+    SandboxEntry entry(std::string value, const std::string& pointer) const {
+        return SandboxEntry{.value = std::move(value),
+                            .layer = source_.layer,
+                            .origin = fmt::format("{}:{}", source_.origin, line_of(pointer))};
+    }
+
+    static bool valid_env_name(std::string_view name) {
+        if (name.empty() || (name.front() >= '0' && name.front() <= '9')) {
+            return false;
+        }
+        return std::all_of(name.begin(), name.end(), [](char c) {
+            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                   c == '_';
+        });
     }
 
     void parse_default_mode(const json& value, const std::string& pointer) {

@@ -1,8 +1,16 @@
 // Claude Code settings files, accepted as they are:
 //   {"permissions": {"allow": ["Bash(npm run test:*)"], "ask": [...], "deny": ["Read(./.env)"],
-//                    "defaultMode": "acceptEdits"}}
-// Only "permissions" means something to us; other keys (env, hooks, model, ...) are reported
-// as warnings and ignored, as are rules for tools we do not have. A malformed file is an error
+//                    "defaultMode": "acceptEdits"},
+//    "sandbox": {"filesystem": {"allowRead": ["~/.cargo"], "allowWrite": ["~/.cache/pip"],
+//                               "denyRead": ["./secrets"], "denyWrite": ["./vendor"]},
+//                "env": ["CARGO_HOME", "MODE=fast"]}}
+// "permissions" and "sandbox" mean something to us; other keys (env, hooks, model, ...) are
+// reported as warnings and ignored, as are rules for tools we do not have. In
+// sandbox.filesystem, allowRead/allowWrite mount host paths into the sandbox (read-only /
+// read-write, like --ro/--rw), denyRead/denyWrite hide or freeze paths (like Read/Edit deny
+// rules); their paths are anchored as in Claude Code: "//x" absolute, "~/x" the home, "/x" the
+// settings directory, "x" and "./x" the workspace. "sandbox.env" (ours) passes or sets
+// variables, like --env. A malformed file is an error
 // that names the origin, the line and column, and what is wrong. The caller reads the file:
 // this module makes no syscalls.
 #pragma once
@@ -27,8 +35,24 @@ struct SettingsSource {
     std::string base_dir{};  // where "/x" rules point; empty: settings_base_dir()
 };
 
+// One path or variable of a "sandbox" block, with the layer and "origin:line" it came from.
+struct SandboxEntry {
+    std::string value{};  // an absolute, normalised path; or "NAME" / "NAME=VALUE" for env
+    Layer layer = Layer::kProject;
+    std::string origin{};
+};
+
+struct SandboxSettings {
+    std::vector<SandboxEntry> allow_read{};
+    std::vector<SandboxEntry> allow_write{};
+    std::vector<SandboxEntry> deny_read{};
+    std::vector<SandboxEntry> deny_write{};
+    std::vector<SandboxEntry> env{};
+};
+
 struct Settings {
-    std::vector<Rule> rules{};            // the allow, ask and deny lists, each in file order
+    std::vector<Rule> rules{};  // the allow, ask and deny lists, each in file order
+    SandboxSettings sandbox{};
     std::vector<std::string> warnings{};  // "origin:line: what was ignored and why"
     std::optional<Preset> preset{};       // from permissions.defaultMode
     std::string preset_origin{};          // "origin:line" of that defaultMode

@@ -10,6 +10,8 @@ namespace stockade::policy {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::UnorderedElementsAreArray;
 
 const RequestContext kCtx{.workspace_root = "/ws", .cwd = "", .home = "/home/u"};
@@ -247,6 +249,38 @@ TEST(BashRequestsTest, ResolvesAgainstTheCwdAndNamesTheTool) {
     for (const CapabilityRequest& r : requests) {
         EXPECT_EQ(r.tool, "process");
     }
+}
+
+TEST(BashRequestsTest, TheSessionsOwnLoopbackIsNotTheNetwork) {
+    RequestContext own = kCtx;
+    own.private_loopback = true;
+    auto network_hosts = [](const std::string& command, const RequestContext& ctx) {
+        std::vector<std::string> hosts;
+        for (const CapabilityRequest& r : bash_requests(command, ctx)) {
+            if (r.kind == CapabilityKind::kNetworkAccess) {
+                hosts.push_back(r.host.empty() ? "?" : r.host);
+            }
+        }
+        return hosts;
+    };
+    for (const char* command :
+         {"curl -sS http://127.0.0.1:8765/x", "curl localhost:3000/health", "wget -qO- 127.0.0.2/",
+          "curl 'http://[::1]:8080/'", "nc 127.0.0.1 8080", "curl http://api.localhost/",
+          "curl http://127.0.0.1:8765/$FILE"}) {
+        EXPECT_THAT(network_hosts(command, own), IsEmpty()) << command;
+        EXPECT_THAT(network_hosts(command, kCtx), Not(IsEmpty())) << "host network: " << command;
+    }
+    // Anything else, or a loopback address that an expansion could change, is the network.
+    EXPECT_EQ(network_hosts("curl 127.0.0.1 https://pypi.org/simple", own),
+              std::vector<std::string>{"pypi.org"});
+    EXPECT_EQ(network_hosts("curl http://127.0.0.1:$PORT@evil.example/", own),
+              std::vector<std::string>{"evil.example"});
+    EXPECT_EQ(network_hosts("curl http://127.0.0.1:$PORT/", own),
+              std::vector<std::string>{"127.0.0.1"});
+    EXPECT_EQ(network_hosts("curl $URL", own), std::vector<std::string>{"?"});
+    EXPECT_EQ(network_hosts("curl http://127.0.0.1.nip.io/", own),
+              std::vector<std::string>{"127.0.0.1.nip.io"});
+    EXPECT_EQ(network_hosts("curl http://128.0.0.1/", own), std::vector<std::string>{"128.0.0.1"});
 }
 
 TEST(BashRequestsTest, ExplainsDerivedRequests) {

@@ -60,6 +60,32 @@ std::string origin_of(const CallDecision& decision) {
     return outcome != nullptr && outcome->rule ? outcome->rule->origin : "(default)";
 }
 
+TEST(EvaluateTest, OnlyTheOperatorsLayersMountHostPathsTheProjectsOnlyRestricts) {
+    const char* block = R"json({"sandbox": {"filesystem": {"allowRead": ["//opt/sdk"],
+        "allowWrite": ["//var/cache/x"], "denyRead": ["./secrets"], "denyWrite": ["./vendor"]},
+        "env": ["MODE=fast"]}})json";
+    Policy p = load({source(Layer::kProject, "/ws/.stockade/settings.json", block),
+                     source(Layer::kUser, "/home/u/.config/stockade/settings.json", block)});
+    auto layers = [](const std::vector<SandboxEntry>& entries) {
+        std::vector<Layer> out;
+        for (const SandboxEntry& e : entries) {
+            out.push_back(e.layer);
+        }
+        return out;
+    };
+    // The repository's own file may hide and freeze paths, never open the host to the sandbox.
+    EXPECT_EQ(layers(p.sandbox().allow_read), std::vector<Layer>{Layer::kUser});
+    EXPECT_EQ(layers(p.sandbox().allow_write), std::vector<Layer>{Layer::kUser});
+    EXPECT_EQ(layers(p.sandbox().env), std::vector<Layer>{Layer::kUser});
+    EXPECT_EQ(layers(p.sandbox().deny_read), (std::vector<Layer>{Layer::kProject, Layer::kUser}));
+    EXPECT_EQ(layers(p.sandbox().deny_write), (std::vector<Layer>{Layer::kProject, Layer::kUser}));
+    size_t refused = 0;
+    for (const std::string& w : p.warnings()) {
+        refused += w.find("a project settings file cannot mount host paths") != std::string::npos;
+    }
+    EXPECT_EQ(refused, 3U);
+}
+
 TEST(EvaluateTest, DenyBeatsAllowWhateverTheLayers) {
     for (const auto& [allow_layer, deny_layer] :
          {std::pair{Layer::kManaged, Layer::kUser}, std::pair{Layer::kUser, Layer::kManaged}}) {

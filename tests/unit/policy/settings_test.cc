@@ -13,6 +13,7 @@ using ::testing::ElementsAre;
 using testing::HasErrc;
 using ::testing::HasSubstr;
 using testing::IsOk;
+using ::testing::Not;
 
 const RuleAnchors kAnchors{.workspace_root = "/proj", .home = "/home/dev", .settings_dir = "/proj"};
 constexpr const char* kOrigin = "/proj/.stockade/settings.json";
@@ -67,9 +68,9 @@ TEST(SettingsTest, ReadsClaudeCodeSettingsAsTheyAre) {
     }
     EXPECT_THAT(settings->warnings,
                 ElementsAre("/proj/.stockade/settings.json:16: \"env\" is not used by stockade "
-                            "(only \"permissions\" is); ignored",
+                            "(only \"permissions\" and \"sandbox\" are); ignored",
                             "/proj/.stockade/settings.json:19: \"model\" is not used by stockade "
-                            "(only \"permissions\" is); ignored"));
+                            "(only \"permissions\" and \"sandbox\" are); ignored"));
 }
 
 struct MalformedCase {
@@ -220,6 +221,56 @@ TEST(CommandLineSourceTest, OneRulePerLine) {
     EXPECT_EQ(settings->rules[2].text(), "network.access");
     EXPECT_EQ(settings->rules[2].layer, Layer::kCommandLine);
     EXPECT_TRUE(settings->warnings.empty());
+}
+
+TEST(SettingsTest, TheSandboxBlockMountsProtectsAndSetsVariablesWithClaudeCodesAnchors) {
+    auto settings = parse(R"json({
+  "sandbox": {
+    "enabled": true,
+    "filesystem": {
+      "allowRead": ["~/.cargo", "//opt/sdk", "/tools"],
+      "allowWrite": ["~/.cache/pip"],
+      "denyRead": ["./secrets", "config/token.txt"],
+      "denyWrite": ["vendor"]
+    },
+    "env": ["CARGO_HOME", "MODE=fast"],
+    "network": {"allowedDomains": ["pypi.org"]}
+  }
+})json");
+    ASSERT_THAT(settings, IsOk());
+    auto values = [](const std::vector<SandboxEntry>& entries) {
+        std::vector<std::string> out;
+        for (const SandboxEntry& e : entries) {
+            out.push_back(e.value);
+        }
+        return out;
+    };
+    const SandboxSettings& sb = settings->sandbox;
+    EXPECT_THAT(values(sb.allow_read), ElementsAre("/home/dev/.cargo", "/opt/sdk", "/proj/tools"));
+    EXPECT_THAT(values(sb.allow_write), ElementsAre("/home/dev/.cache/pip"));
+    EXPECT_THAT(values(sb.deny_read), ElementsAre("/proj/secrets", "/proj/config/token.txt"));
+    EXPECT_THAT(values(sb.deny_write), ElementsAre("/proj/vendor"));
+    EXPECT_THAT(values(sb.env), ElementsAre("CARGO_HOME", "MODE=fast"));
+    EXPECT_EQ(sb.allow_read.front().origin, std::string(kOrigin) + ":5");
+    EXPECT_EQ(sb.allow_read.front().layer, Layer::kProject);
+    // What does not apply to us is said, not silently dropped.
+    std::string warnings;
+    for (const auto& w : settings->warnings) {
+        warnings += w + "\n";
+    }
+    EXPECT_THAT(warnings, HasSubstr("\"sandbox.enabled\" does not apply"));
+    EXPECT_THAT(warnings, HasSubstr("\"sandbox.network\" is not used yet"));
+    EXPECT_THAT(warnings, Not(HasSubstr("no \"permissions\" object")));
+}
+
+TEST(SettingsTest, ASandboxPathIsAPathAndAVariableHasAName) {
+    EXPECT_THAT(parse(R"({"sandbox": {"filesystem": {"allowRead": ["~/.cargo/*"]}}})"),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(parse(R"({"sandbox": {"filesystem": {"allowRead": "~/.cargo"}}})"),
+                HasErrc(Errc::kInvalidArgument));
+    auto bad_env = parse(R"({"sandbox": {"env": ["1X=2"]}})");
+    ASSERT_THAT(bad_env, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(bad_env.error().message, HasSubstr(":1:"));
 }
 
 }  // namespace
