@@ -51,7 +51,7 @@ def main():
         ns, res = srv.call("bash", {"command": "true"})
         a.append(ns)
         b.append(fork_exec_true())
-    kind = res.get("structuredContent", {}).get("shell_kind", "?")
+    kind = res.get("_meta", {}).get("dev.stockade/result", {}).get("shell_kind", "?")
     ratio = pct(a, 50) / pct(b, 50)
     print(f"1 bash {{\"command\":\"true\"}} MCP round trip vs fork+exec+wait of /bin/true, "
           f"{TRUE_CALLS} alternating pairs after {TRUE_WARMUP} warm-up (shell_kind {kind})")
@@ -67,7 +67,7 @@ def main():
     direct_ns = time.perf_counter_ns() - t0
     produced = int(direct.stdout)
     ns, res = srv.call("bash", {"command": BIG_COMMAND, "timeout_ms": 300000})
-    sc = res.get("structuredContent", {})
+    sc = res.get("_meta", {}).get("dev.stockade/result", {})
     got = sc.get("output_bytes", 0)
     mbps = got / (ns / 1e9) / 1e6
     direct_mbps = produced / (direct_ns / 1e9) / 1e6
@@ -86,7 +86,7 @@ def main():
     for i in range(BACKGROUND):
         _, res = srv.call("process", {"action": "start",
                                       "command": f"echo ready-{i}; exec sleep 600"})
-        ids.append(res.get("structuredContent", {}).get("process_id"))
+        ids.append(res.get("_meta", {}).get("dev.stockade/result", {}).get("process_id"))
     lt = []
     for _ in range(LIST_CALLS):
         ns, res = srv.call("process", {"action": "list"})

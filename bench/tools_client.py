@@ -42,7 +42,7 @@ def run_rg(argv):
 
 
 def tool_ms(res):
-    return float(res.get("structuredContent", {}).get("duration_ms", float("nan")))
+    return float(res.get("_meta", {}).get("dev.stockade/result", {}).get("duration_ms", float("nan")))
 
 
 def main():
@@ -84,7 +84,7 @@ def main():
         ma, mb = statistics.median(a), statistics.median(b)
         ratio = ma / mb
         nlines = last_out.count(b"\n")
-        sc = last_res.get("structuredContent", {})
+        sc = last_res.get("_meta", {}).get("dev.stockade/result", {})
         meta = {k: v for k, v in sc.items() if not isinstance(v, (list, dict)) and k != "title"}
         print(f"{label}  ({PAIRS} alternating pairs after {PAIR_WARMUP} warm-up)")
         print(f"    stockade MCP {tool:<5} median {ms(ma):8.1f} ms   p95 {ms(pct(a, 95)):8.1f} ms"
@@ -109,7 +109,7 @@ def main():
     for i in range(EDIT_WARMUP + EDIT_CALLS):
         ns, res = srv.call("edit", {"file_path": huge, "old_string": marks[i % 2],
                                     "new_string": marks[(i + 1) % 2]})
-        strategy = res.get("structuredContent", {}).get("strategy")
+        strategy = res.get("_meta", {}).get("dev.stockade/result", {}).get("strategy")
         if i >= EDIT_WARMUP:
             rt.append(ns)
             tm.append(tool_ms(res))
@@ -145,7 +145,7 @@ def main():
         new[100] = block[100].split(" //")[0] + f" // v{i}"
         ns, res = srv.call("edit", {"file_path": fz, "old_string": "\n".join(perturb(block)),
                                     "new_string": "\n".join(new)})
-        strategies.add(res.get("structuredContent", {}).get("strategy"))
+        strategies.add(res.get("_meta", {}).get("dev.stockade/result", {}).get("strategy"))
         block = new
         if i >= FUZZY_WARMUP:
             rt.append(ns)

@@ -1,7 +1,12 @@
 #include "runner/doctor_command.h"
 
+#include <cstdlib>
+#include <filesystem>
+
 #include <fmt/format.h>
 
+#include "images/image.h"
+#include "runner/host_environment.h"
 #include "sandbox/features.h"
 
 namespace stockade::runner {
@@ -23,6 +28,15 @@ int doctor_command() {
         return 1;
     }
     fmt::print("isolation: --isolation auto chooses \"{}\"\n", sandbox::isolation_name(*level));
+    // What a sandbox on this directory (the default workspace) would not see of your PATH.
+    std::error_code ec;
+    std::vector<std::string> visible = images::image_readable_paths("host");
+    visible.push_back(std::filesystem::current_path(ec).string());
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read once
+    const std::string hint =
+        hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible));
+    fmt::print("{}",
+               hint.empty() ? "toolchains: every directory of your PATH is in the image\n" : hint);
     return *level == Isolation::kFull || *level == Isolation::kNamespaces ? 0 : 1;
 }
 

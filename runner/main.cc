@@ -7,33 +7,43 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "runner/doctor_command.h"
 #include "runner/policy_command.h"
 #include "runner/run_command.h"
 #include "runner/serve_command.h"
 #include "runner/session_worker.h"
 
-#ifndef STOCKADE_VERSION
-#define STOCKADE_VERSION "0.0.0"
-#endif
-
 namespace {
 
 using stockade::runner::kExitUsage;
+
+// --ro, --rw and --env: what of the host a sandbox sees, for run, serve and call alike.
+void add_mount_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    app.add_option("--ro", o.ro,
+                   "Extra host path mounted read-only at the same path, e.g. a toolchain such as "
+                   "~/.cargo (repeatable; a directory of it on your PATH joins the sandbox's)");
+    app.add_option("--rw", o.rw,
+                   "Extra host path mounted read-write at the same path (repeatable)");
+    app.add_option("--env", o.env,
+                   "Pass NAME from this environment, or set NAME=VALUE (repeatable; everything "
+                   "else is dropped)");
+}
 
 void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
     run.add_option("--workspace", o.workspace,
                    "Project directory, mounted read-write at the same path (default: the current "
                    "directory)");
-    run.add_option("--ro", o.ro, "Extra host path mounted read-only at the same path (repeatable)");
-    run.add_option("--rw", o.rw,
-                   "Extra host path mounted read-write at the same path (repeatable)");
+    add_mount_options(run, o);
     run.add_option("--mask", o.masked_paths,
                    "Hide a path of the workspace or a bind: an empty, unreadable file or directory "
                    "over it (repeatable; needs --isolation full or namespaces)");
     run.add_option("--read-only", o.read_only_paths,
                    "Make a path of the workspace or a bind read-only (repeatable; needs "
                    "--isolation full or namespaces)");
+    run.add_flag("--writable-git", o.writable_git,
+                 "Let the command change .git/config and .git/hooks (read-only by default: a "
+                 "hook planted there would run with your next git command, outside the sandbox)");
     run.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
         ->capture_default_str();
     run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");
@@ -42,9 +52,6 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
     run.add_option("--tmp-size", o.tmp_size, "Size of /tmp (default 1G)");
     run.add_option("--timeout", o.timeout,
                    "Kill the sandbox after this long, e.g. 30 or 1.5m (exit status 124)");
-    run.add_option("--env", o.env,
-                   "Pass NAME from this environment, or set NAME=VALUE (repeatable; everything "
-                   "else is dropped)");
     run.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
         ->capture_default_str();
     run.add_option("--image", o.image, "Root image (see `stockade image list`)")
@@ -71,6 +78,10 @@ void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
     app.add_option("--pids", o.pids, "Maximum number of processes in the session's sandbox");
     app.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
     app.add_option("--tmp-size", o.tmp_size, "Size of the sandbox's /tmp (default 1G)");
+    add_mount_options(app, o);
+    app.add_option("--git-identity", o.git_identity,
+                   "\"Name <email>\" for commits made in the sandbox (default: user.name and "
+                   "user.email of your git config)");
 }
 
 void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
@@ -101,7 +112,7 @@ int main(int argc, char** argv) {
     }
     stockade::log::init();
     CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};
-    app.set_version_flag("--version", std::string("stockade ") + STOCKADE_VERSION);
+    app.set_version_flag("--version", "stockade " + std::string(stockade::kVersion));
     app.require_subcommand(1);
 
     stockade::runner::RunOptions run_options;
@@ -123,6 +134,10 @@ int main(int argc, char** argv) {
     serve->add_option("--process-log-cap", serve_options.process_log_cap,
                       "Per-process output log size; output past it is not kept on disk "
                       "(default 8G)");
+    serve->add_flag("--structured-content", serve_options.structured_content,
+                    "Also send each result's metadata as structuredContent, with an outputSchema "
+                    "per tool (off by default: Claude Code and Codex then show the model the "
+                    "metadata instead of the output; it is always in the result's _meta)");
     add_policy_options(*serve, serve_options.policy);
     add_sandbox_options(*serve, serve_options.sandbox);
 
@@ -137,8 +152,10 @@ int main(int argc, char** argv) {
     call->add_option("--workspace", call_options.workspace,
                      "Project directory (default: the current directory)");
     call->add_option("--state-dir", call_options.state_dir, "State directory (as for serve)");
+    call->add_option("--resume", call_options.resume,
+                     "Run the call in an earlier session (its file stamps, as for serve)");
     call->add_flag("--json", call_options.json,
-                   "Print the whole result (content, structuredContent, isError) as JSON");
+                   "Print the whole result (content, _meta, isError) as JSON");
     call->add_option("--process-log-cap", call_options.process_log_cap,
                      "Per-process output log size (as for serve)");
     add_policy_options(*call, call_options.policy);

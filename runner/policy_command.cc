@@ -9,6 +9,7 @@
 #include "common/syscall.h"
 #include "policy/explain.h"
 #include "policy/settings.h"
+#include "runner/policy_enforcement.h"
 #include "runner/run_command.h"
 
 namespace stockade::runner {
@@ -94,8 +95,10 @@ int policy_explain_command(const PolicyExplainOptions& options) {
     for (const auto& warning : warnings) {
         fmt::print(stderr, "warning: {}\n", warning);
     }
-    const policy::RequestContext ctx{.workspace_root = *ws, .cwd = "", .home = "/tmp"};
-    auto explained = policy::explain_call(*loaded, options.tool, args, ctx);
+    // As `serve` with the default --network none would analyse the call.
+    auto explained =
+        policy::explain_call(*loaded, options.tool, args,
+                             session_request_context(*ws, session_network(*loaded, "none")));
     if (!explained) {
         fmt::print(stderr, "stockade policy explain: {}\n", explained.error().message);
         return kExitUsage;

@@ -294,20 +294,8 @@ private:
     }
 
     void add_defaults() {
-        for (const char* relative : kDefaultReadOnly) {
-            const std::string path = join(real_root_, relative);
-            struct stat st {};
-            if (::lstat(path.c_str(), &st) != 0) {
-                continue;
-            }
-            if (S_ISLNK(st.st_mode)) {
-                out_.notes.push_back(fmt::format(
-                    "\"{}\" is a symlink: it is not made read-only (the link itself could be "
-                    "replaced)",
-                    path));
-                continue;
-            }
-            out_.read_only_paths.push_back(path);
+        for (std::string& path : git_metadata_paths(real_root_, out_.notes)) {
+            out_.read_only_paths.push_back(std::move(path));
         }
     }
 
@@ -395,6 +383,90 @@ void apply_enforcement(const Enforcement& enforcement, RunOptions& options) {
                                    enforcement.read_only_paths.begin(),
                                    enforcement.read_only_paths.end());
     options.path_rules_best_effort = nothing_required && !enforcement.from_rules;
+}
+
+std::vector<std::string> apply_sandbox_settings(const policy::SandboxSettings& settings,
+                                                const std::string& workspace_root,
+                                                RunOptions& options) {
+    std::vector<std::string> notes;
+    auto mount = [&](const std::vector<policy::SandboxEntry>& entries,
+                     std::vector<std::string>& into) {
+        for (const policy::SandboxEntry& e : entries) {
+            struct stat st {};
+            if (::stat(e.value.c_str(), &st) != 0) {
+                notes.push_back(
+                    fmt::format("{}: \"{}\" does not exist; not mounted", e.origin, e.value));
+                continue;
+            }
+            into.push_back(e.value);
+        }
+    };
+    mount(settings.allow_read, options.ro);
+    mount(settings.allow_write, options.rw);
+    for (const policy::SandboxEntry& e : settings.env) {
+        options.env.push_back(e.value);
+    }
+    std::vector<std::string> visible = {workspace_root};
+    visible.insert(visible.end(), options.ro.begin(), options.ro.end());
+    visible.insert(visible.end(), options.rw.begin(), options.rw.end());
+    auto protect = [&](const std::vector<policy::SandboxEntry>& entries,
+                       std::vector<std::string>& into) {
+        for (const policy::SandboxEntry& e : entries) {
+            const bool seen = std::any_of(visible.begin(), visible.end(),
+                                          [&](const auto& v) { return within(e.value, v); });
+            if (!seen) {
+                notes.push_back(fmt::format(
+                    "{}: \"{}\" is not mounted in the sandbox, which cannot see it anyway",
+                    e.origin, e.value));
+                continue;
+            }
+            struct stat st {};
+            if (::lstat(e.value.c_str(), &st) == 0) {
+                into.push_back(e.value);
+            }
+        }
+    };
+    protect(settings.deny_read, options.masked_paths);
+    protect(settings.deny_write, options.read_only_paths);
+    return notes;
+}
+
+std::vector<std::string> git_metadata_paths(const std::string& workspace_root,
+                                            std::vector<std::string>& notes) {
+    std::vector<std::string> out;
+    for (const char* relative : kDefaultReadOnly) {
+        const std::string path = join(workspace_root, relative);
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) {
+            continue;
+        }
+        if (S_ISLNK(st.st_mode)) {
+            notes.push_back(fmt::format(
+                "\"{}\" is a symlink: it is not made read-only (the link itself could be "
+                "replaced)",
+                path));
+            continue;
+        }
+        out.push_back(path);
+    }
+    return out;
+}
+
+std::string session_network(const policy::Policy& policy, const std::string& requested) {
+    const policy::RequestOutcome network = policy.evaluate_one(
+        policy::CapabilityRequest{.kind = policy::CapabilityKind::kNetworkAccess, .tool = "bash"});
+    if (requested == "none" && network.decision == policy::Decision::kAllow) {
+        return "host";
+    }
+    return requested;
+}
+
+policy::RequestContext session_request_context(const std::string& workspace_root,
+                                               const std::string& network) {
+    return policy::RequestContext{.workspace_root = workspace_root,
+                                  .cwd = "",
+                                  .home = "/tmp",
+                                  .private_loopback = network != "host"};
 }
 
 }  // namespace stockade::runner

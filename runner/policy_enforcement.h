@@ -46,4 +46,28 @@ Enforcement enforcement_for(const policy::Policy& policy, const std::string& wor
 // only the defaults.
 void apply_enforcement(const Enforcement& enforcement, RunOptions& options);
 
+// The git metadata that is read-only by default in every sandbox (serve and run), under
+// `workspace_root` (a real path): .git/hooks and .git/config, where they exist and are not
+// symlinks (a note says so for a symlink). A hook or a core.hooksPath, core.fsmonitor or
+// filter setting planted there would run with the user's next git command, outside any sandbox.
+std::vector<std::string> git_metadata_paths(const std::string& workspace_root,
+                                            std::vector<std::string>& notes);
+
+// Adds the policy's "sandbox" block to `options`: allowRead → ro, allowWrite → rw, env → env,
+// and denyRead/denyWrite → masked/read-only paths (those inside the workspace or a mount;
+// the sandbox cannot see the others anyway). A mount whose path does not exist is left out.
+// Returns one note per entry left out, for the session's log.
+std::vector<std::string> apply_sandbox_settings(const policy::SandboxSettings& settings,
+                                                const std::string& workspace_root,
+                                                RunOptions& options);
+
+// The network of a session's sandbox: `requested` (--network), except that "none" becomes
+// "host" when the policy allows network.access outright (a rule naming no host).
+std::string session_network(const policy::Policy& policy, const std::string& requested);
+
+// How a session's calls are analysed: paths resolve as inside the sandbox (HOME is /tmp), and
+// its loopback is its own unless the sandbox has the host's network (`network`).
+policy::RequestContext session_request_context(const std::string& workspace_root,
+                                               const std::string& network);
+
 }  // namespace stockade::runner

@@ -25,14 +25,30 @@ std::string rule_clause(const policy::RequestOutcome& outcome, policy::Preset pr
     return fmt::format("the {} preset's default (no rule matched)", policy::preset_name(preset));
 }
 
+bool needs_network(const policy::RequestOutcome& outcome, bool sandbox_network) {
+    return outcome.request.kind == CapabilityKind::kNetworkAccess && !sandbox_network;
+}
+
+// What else it takes when the sandbox has no network: no rule can give it one.
+std::string network_restart(const policy::RequestOutcome& outcome, bool sandbox_network) {
+    if (!needs_network(outcome, sandbox_network)) {
+        return "";
+    }
+    return ", and this session's sandbox has no network at all: nothing can connect until the "
+           "operator restarts Stockade with --network host";
+}
+
 // How the user could let an asked request through: an ask rule wins over any allow rule, so
 // it has to move; without one, an allow rule does.
-std::string how_to_allow(const policy::RequestOutcome& outcome) {
+std::string how_to_allow(const policy::RequestOutcome& outcome, bool sandbox_network) {
+    std::string how;
     if (outcome.rule && outcome.rule->decision == policy::Decision::kAsk) {
-        return fmt::format("by moving {} from \"ask\" to \"allow\" ({})", outcome.rule->text,
-                           outcome.rule->origin);
+        how = fmt::format("by moving {} from \"ask\" to \"allow\" ({})", outcome.rule->text,
+                          outcome.rule->origin);
+    } else {
+        how = fmt::format("with the rule {}", suggested_rule(outcome.request));
     }
-    return fmt::format("with the rule {}", suggested_rule(outcome.request));
+    return how + network_restart(outcome, sandbox_network);
 }
 
 std::string tool_word(const std::string& tool) {
@@ -88,7 +104,7 @@ std::string suggested_rule(const policy::CapabilityRequest& request) {
 }
 
 std::string denial_text(const policy::CallDecision& decision, policy::Preset preset,
-                        policy::Mode mode) {
+                        policy::Mode mode, bool sandbox_network) {
     const policy::RequestOutcome* o = decision.deciding_outcome();
     if (o == nullptr) {
         return "Stockade's policy denied this call.";
@@ -99,7 +115,8 @@ std::string denial_text(const policy::CallDecision& decision, policy::Preset pre
             "Not allowed: {} needs the user's approval under {}, and in {} mode there is nobody "
             "to ask, so it is denied. Continue without it; if the task cannot be done without "
             "it, say so in your answer: the user can allow it {}.",
-            what, rule_clause(*o, preset), policy::mode_name(mode), how_to_allow(*o));
+            what, rule_clause(*o, preset), policy::mode_name(mode),
+            how_to_allow(*o, sandbox_network));
     }
     if (o->rule) {
         return fmt::format(
@@ -113,17 +130,39 @@ std::string denial_text(const policy::CallDecision& decision, policy::Preset pre
         return fmt::format(
             "Not allowed: {} — in {} mode the network is closed unless a rule allows it, and "
             "none does. Continue without it (use what is already in the workspace); if the "
-            "task needs it, say so in your answer and name the rule that would allow it: {}.",
-            what, policy::mode_name(mode), suggested_rule(o->request));
+            "task needs it, say so in your answer and name the rule that would allow it: {}{}.",
+            what, policy::mode_name(mode), suggested_rule(o->request),
+            network_restart(*o, sandbox_network));
     }
     return fmt::format(
         "Not allowed: {} is not permitted by the {} preset, and no rule allows it. Continue "
         "without it; if the task needs it, ask the user to allow it (for example with the rule "
-        "{} in .stockade/settings.json).",
-        what, policy::preset_name(preset), suggested_rule(o->request));
+        "{} in .stockade/settings.json{}).",
+        what, policy::preset_name(preset), suggested_rule(o->request),
+        network_restart(*o, sandbox_network));
 }
 
-std::string ask_unavailable_text(const policy::CallDecision& decision, policy::Preset preset) {
+std::string network_note(const policy::CallDecision& decision, bool sandbox_network) {
+    if (sandbox_network) {
+        return "";
+    }
+    for (const policy::RequestOutcome& outcome : decision.outcomes) {
+        // A call that runs had every request allowed, by a rule or by the user's answer.
+        if (outcome.request.kind == CapabilityKind::kNetworkAccess &&
+            outcome.decision != policy::Decision::kDeny) {
+            return fmt::format(
+                "Note: the policy allows {}, but this session's sandbox has no network: only "
+                "its own loopback (127.0.0.1) answers, and every other connection fails. If the "
+                "task needs the network, say so in your answer: the operator must restart "
+                "Stockade with --network host.",
+                describe_action(outcome.request));
+        }
+    }
+    return "";
+}
+
+std::string ask_unavailable_text(const policy::CallDecision& decision, policy::Preset preset,
+                                 bool sandbox_network) {
     const policy::RequestOutcome* o = decision.deciding_outcome();
     if (o == nullptr) {
         return "This call needs the user's approval, and this client cannot ask for it.";
@@ -132,7 +171,7 @@ std::string ask_unavailable_text(const policy::CallDecision& decision, policy::P
         "Not run: {} needs the user's approval under {}, but this MCP client cannot ask the "
         "user (it did not declare the elicitation capability), so it is denied. Ask the user "
         "in your reply; they can allow it {}.",
-        describe_action(o->request), rule_clause(*o, preset), how_to_allow(*o));
+        describe_action(o->request), rule_clause(*o, preset), how_to_allow(*o, sandbox_network));
 }
 
 std::string declined_text(const policy::CallDecision& decision, std::string_view action) {

@@ -23,13 +23,21 @@ std::string describe_action(const policy::CapabilityRequest& request);
 // Bash(npm install:*), network.access, git.modify(push), ...
 std::string suggested_rule(const policy::CapabilityRequest& request);
 
+// `sandbox_network`: the session's sandbox has a network beyond its own loopback (--network
+// host). Without one, no rule can let a network request through, and the texts say so.
+
 // The call was denied: by a rule, by the preset's default, or because an ask cannot be put
 // to anyone in this mode (ci, hosted).
 std::string denial_text(const policy::CallDecision& decision, policy::Preset preset,
-                        policy::Mode mode);
+                        policy::Mode mode, bool sandbox_network);
 
 // The call needs approval but the client cannot ask the user (no elicitation capability).
-std::string ask_unavailable_text(const policy::CallDecision& decision, policy::Preset preset);
+std::string ask_unavailable_text(const policy::CallDecision& decision, policy::Preset preset,
+                                 bool sandbox_network);
+
+// A call the policy lets through (a rule, or the user's answer to an ask) with network access
+// that the sandbox cannot give: the note appended to its result. Empty when there is none.
+std::string network_note(const policy::CallDecision& decision, bool sandbox_network);
 
 // The user declined (or dismissed) the question.
 std::string declined_text(const policy::CallDecision& decision, std::string_view action);

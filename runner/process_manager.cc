@@ -281,9 +281,12 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
         }
     }
     if (!log_dir_made_.load(std::memory_order_acquire)) {
-        if (auto made = make_dirs(config_.log_dir, 0700); !made) {
+        // Readable by the sandbox user, which reads the logs through the read-only bind of
+        // tool-output (as root, through "other" bits: root's files are unmapped in there).
+        if (auto made = make_dirs(config_.log_dir, 0755); !made) {
             return std::move(made).error().wrap("create the process log directory");
         }
+        (void)::chmod(config_.log_dir.c_str(), 0755);  // whatever the umask
         log_dir_made_.store(true, std::memory_order_release);
     }
     ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned,
@@ -417,6 +420,8 @@ void ProcessManagerImpl::open_log(Proc& p) {
         // Without a log the output still reaches the ring; the supervisor log says why.
         SPDLOG_LOGGER_WARN(log::get("process"), "cannot open {}: {}", p.log_path,
                            std::strerror(errno));
+    } else {
+        (void)::fchmod(fd, 0644);  // the truncation marker sends the model here, whatever the umask
     }
     p.log = UniqueFd(fd);
 }

@@ -17,8 +17,10 @@
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/path.h"
 #include "common/syscall.h"
 #include "images/image.h"
+#include "runner/policy_enforcement.h"
 #include "runner/terminal.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/features.h"
@@ -108,6 +110,24 @@ std::optional<std::string> lookup_env(const std::vector<std::string>& env, std::
 bool is_within(const std::string& path, const std::string& dir) {
     return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
                            (dir == "/" || path[dir.size()] == '/'));
+}
+
+// The sandbox's PATH: the directories of the caller's PATH that a bind brings in (a toolchain
+// mounted with --ro, a virtualenv in the workspace), in the caller's order, then the default.
+std::string sandbox_path(const CallerContext& caller, const std::vector<std::string>& mounted) {
+    std::vector<std::string> dirs;
+    if (auto path = lookup_env(caller.environ, "PATH")) {
+        for (std::string& dir : split_path_list(*path)) {
+            const bool inside = std::any_of(mounted.begin(), mounted.end(),
+                                            [&](const auto& m) { return is_within(dir, m); });
+            if (!dir.empty() && dir.front() == '/' && inside &&
+                std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
+                dirs.push_back(std::move(dir));
+            }
+        }
+    }
+    dirs.emplace_back(kDefaultPath);
+    return fmt::format("{}", fmt::join(dirs, ":"));
 }
 
 // A --mask / --read-only path: absolute and normalised (relative ones are taken from `cwd`),
@@ -436,10 +456,12 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     spec.binds.push_back(sandbox::Bind{.source = workspace, .target = workspace, .writable = true});
     std::vector<std::string> readable = images::image_readable_paths(options.image);
     readable.insert(readable.end(), {workspace, "/tmp", "/dev", "/proc"});
+    std::vector<std::string> mounted = {workspace};  // what the caller's PATH may point into
     for (const auto& path : options.ro) {
         ASSIGN_OR_RETURN(std::string resolved, existing_path("--ro path", path));
         spec.binds.push_back(sandbox::Bind{.source = resolved, .target = resolved});
         readable.push_back(resolved);
+        mounted.push_back(resolved);
     }
     for (const auto& path : options.rw) {
         ASSIGN_OR_RETURN(std::string resolved, existing_path("--rw path", path));
@@ -447,6 +469,7 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
             sandbox::Bind{.source = resolved, .target = resolved, .writable = true});
         spec.writable_paths.push_back(resolved);
         readable.push_back(resolved);
+        mounted.push_back(resolved);
     }
     if (spec.isolation == Isolation::kLandlock) {
         spec.readable_paths = readable;
@@ -478,7 +501,7 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     // Environment: a small baseline, plus exactly what --env allows. Nothing else crosses.
     spec.tty_fds = caller.tty_fds;
     bool any_tty = spec.tty_fds[0] || spec.tty_fds[1] || spec.tty_fds[2];
-    set_env(spec.env, "PATH", kDefaultPath);
+    set_env(spec.env, "PATH", sandbox_path(caller, mounted));
     set_env(spec.env, "HOME", "/tmp");
     set_env(spec.env, "USER", spec.identity.user_name);
     set_env(spec.env, "LOGNAME", spec.identity.user_name);
@@ -504,9 +527,26 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
     return spec;
 }
 
-int run_command(const RunOptions& options) {
+int run_command(const RunOptions& given) {
     auto log = log::get("runner");
     CallerContext caller = current_caller();
+    RunOptions options = given;
+    if (!options.writable_git) {
+        // As serve does: nothing the command does may plant a hook for the host's git. Best
+        // effort at levels without a mount namespace, unless paths were asked for explicitly.
+        char real[PATH_MAX];
+        const std::string ws = options.workspace.empty() ? caller.cwd : options.workspace;
+        if (::realpath(ws.c_str(), real) != nullptr) {
+            std::vector<std::string> notes;
+            std::vector<std::string> git = git_metadata_paths(real, notes);
+            options.path_rules_best_effort =
+                options.masked_paths.empty() && options.read_only_paths.empty();
+            options.read_only_paths.insert(options.read_only_paths.end(), git.begin(), git.end());
+            for (const std::string& note : notes) {
+                SPDLOG_LOGGER_WARN(log, "{}", note);
+            }
+        }
+    }
     auto built = build_run_spec(options, caller);
     if (!built) {
         fmt::print(stderr, "stockade run: {}\n", built.error().message);

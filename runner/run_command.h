@@ -32,6 +32,7 @@ struct RunOptions {
     std::vector<std::string> ro;
     std::vector<std::string> rw;
     std::vector<std::string> env;
+    std::string git_identity;  // serve/call: --git-identity "Name <email>"
     std::string network = "none";
     std::string memory;
     std::string pids;
@@ -52,6 +53,9 @@ struct RunOptions {
     std::vector<std::string> masked_paths;
     std::vector<std::string> read_only_paths;
     bool path_rules_best_effort = false;
+    // `stockade run --writable-git`: leave .git/config and .git/hooks writable (they are
+    // read-only by default, as in every session of serve).
+    bool writable_git = false;
     std::vector<std::string> command;
 };
 

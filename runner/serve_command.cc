@@ -3,18 +3,21 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "common/log.h"
 #include "common/parse.h"
+#include "common/version.h"
+#include "images/image.h"
+#include "runner/host_environment.h"
 #include "runner/mcp/server.h"
 #include "runner/session.h"
-
-#ifndef STOCKADE_VERSION
-#define STOCKADE_VERSION "0.0.0"
-#endif
+#include "tools/tool.h"
 
 namespace stockade::runner {
 
@@ -30,12 +33,16 @@ void stop_on_signal(int) {
     }
 }
 
-Result<std::unique_ptr<Session>> open_session(
-    const std::string& workspace, const std::string& state_dir, const std::string& resume,
-    const std::string& process_log_cap, const PolicyFlags& policy, const RunOptions& sandbox) {
+Result<std::unique_ptr<Session>> open_session(const std::string& workspace,
+                                              const std::string& state_dir,
+                                              const std::string& resume,
+                                              const std::string& process_log_cap,
+                                              const PolicyFlags& policy, const RunOptions& sandbox,
+                                              bool structured_content) {
     SessionConfig config{
         .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox};
     config.policy = policy;
+    config.structured_content = structured_content;
     if (!process_log_cap.empty()) {
         auto cap = parse_size(process_log_cap);
         if (!cap) {
@@ -45,6 +52,26 @@ Result<std::unique_ptr<Session>> open_session(
         config.process_log_cap_bytes = *cap;
     }
     return Session::open(std::move(config));
+}
+
+void print_banner(const Session& session) {
+    const std::string& ws = session.workspace();
+    const GitIdentity& id = session.git_identity();
+    std::vector<std::string> visible = images::image_readable_paths(session.sandbox().image);
+    visible.push_back(ws);
+    visible.insert(visible.end(), session.sandbox().ro.begin(), session.sandbox().ro.end());
+    visible.insert(visible.end(), session.sandbox().rw.begin(), session.sandbox().rw.end());
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read once, at start
+    fmt::print(
+        stderr,
+        "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
+        "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
+        "  Commits in the sandbox are made as {} <{}> (--git-identity to change it).\n"
+        "  Event log: {}\n"
+        "  Resume later with: stockade serve --workspace {} --resume {}\n{}",
+        session.paths().id, ws, ws, id.name, id.email, session.paths().events, ws,
+        session.paths().id,
+        hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible)));
 }
 
 }  // namespace
@@ -73,8 +100,9 @@ int serve_command(const ServeOptions& options) {
     ::close(null);
     UniqueFd in_fd(proto_in);
     UniqueFd out_fd(proto_out);
-    auto session = open_session(options.workspace, options.state_dir, options.resume,
-                                options.process_log_cap, options.policy, options.sandbox);
+    auto session =
+        open_session(options.workspace, options.state_dir, options.resume, options.process_log_cap,
+                     options.policy, options.sandbox, options.structured_content);
     if (!session) {
         fmt::print(stderr, "stockade serve: {}\n", session.error().message);
         return session.error().code == Errc::kInvalidArgument ||
@@ -86,16 +114,13 @@ int serve_command(const ServeOptions& options) {
         fmt::print(stderr, "stockade serve: {}\n", started.error().message);
         return started.error().code == Errc::kUnavailable ? kExitUnavailable : kExitSetupFailed;
     }
-    const std::string& ws = (*session)->workspace();
-    fmt::print(
-        stderr,
-        "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
-        "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
-        "  Event log: {}\n"
-        "  Resume later with: stockade serve --workspace {} --resume {}\n",
-        (*session)->paths().id, ws, ws, (*session)->paths().events, ws, (*session)->paths().id);
+    // The banner is for a person at a terminal. An agent CLI that starts us reads stderr as
+    // a log (Claude Code reports each line of it as an error), so it gets nothing there.
+    if (::isatty(STDERR_FILENO) == 1) {
+        print_banner(**session);
+    }
     mcp::ServerOptions server_options;
-    server_options.version = STOCKADE_VERSION;
+    server_options.version = std::string(kVersion);
     server_options.instructions =
         "Every tool runs inside a sandbox that sees only this workspace: paths outside it are "
         "refused, and nothing you run can reach the network unless the operator allowed it.";
@@ -125,8 +150,8 @@ int call_command(const CallOptions& options) {
                    "\"README.md\"}}'\n");
         return kExitUsage;
     }
-    auto session = open_session(options.workspace, options.state_dir, "", options.process_log_cap,
-                                options.policy, options.sandbox);
+    auto session = open_session(options.workspace, options.state_dir, options.resume,
+                                options.process_log_cap, options.policy, options.sandbox, false);
     if (!session) {
         fmt::print(stderr, "stockade call: {}\n", session.error().message);
         return kExitUsage;
@@ -143,13 +168,32 @@ int call_command(const CallOptions& options) {
     }
     if (options.json) {
         nlohmann::json out = {{"content", {{{"type", "text"}, {"text", result.text}}}},
-                              {"structuredContent", result.structured},
+                              {"_meta", result.meta},
                               {"isError", result.is_error}};
         fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
         fmt::print("{}\n", result.text);
     }
-    return result.is_error ? kExitToolError : 0;
+    if (result.is_error) {
+        return kExitToolError;
+    }
+    // A command's own status, as the shell would give it.
+    const nlohmann::json& meta =
+        result.meta.value(std::string(tools::kResultMetaKey), nlohmann::json::object());
+    if (options.tool == "bash" && meta.is_object()) {
+        if (auto code = meta.find("exit_code"); code != meta.end() && code->is_number_integer()) {
+            return code->get<int>();
+        }
+        if (auto signal = meta.find("signal"); signal != meta.end() && signal->is_string()) {
+            for (int n = 1; n < 65; ++n) {
+                const char* abbrev = ::sigabbrev_np(n);
+                if (abbrev != nullptr && *signal == fmt::format("SIG{}", abbrev)) {
+                    return 128 + n;
+                }
+            }
+        }
+    }
+    return 0;
 }
 
 }  // namespace stockade::runner

@@ -12,7 +12,8 @@ struct ServeOptions {
     std::string workspace{};
     std::string state_dir{};
     std::string resume{};
-    std::string process_log_cap{};  // --process-log-cap SIZE; empty: the default (8G)
+    std::string process_log_cap{};    // --process-log-cap SIZE; empty: the default (8G)
+    bool structured_content = false;  // --structured-content
     PolicyFlags policy{};
     RunOptions sandbox{};  // --isolation, --network, --memory, --pids, --cpu, --tmp-size
 };
@@ -25,6 +26,7 @@ void release_large_buffers_on_free();
 struct CallOptions {
     std::string workspace{};
     std::string state_dir{};
+    std::string resume{};
     std::string tool{};
     std::string arguments{};  // JSON object text
     bool json = false;        // print the whole result, not only the model-facing text
@@ -33,6 +35,7 @@ struct CallOptions {
     RunOptions sandbox{};
 };
 
+// Exit status: a bash call's own (128+N for signal N), else 0, or 1 for an isError result.
 int call_command(const CallOptions& options);
 
 }  // namespace stockade::runner

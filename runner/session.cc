@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "common/log.h"
 #include "common/syscall.h"
 #include "policy/tool_requests.h"
+#include "runner/host_environment.h"
 #include "runner/policy_enforcement.h"
 #include "runner/policy_gate.h"
 #include "tools/process_tools.h"
@@ -40,6 +42,29 @@ std::string sanitize_call_id(const std::string& id) {
     return out.empty() ? "call" : out;
 }
 
+// What the worker's view keeps read-only or hides, with the reason the model is told.
+std::vector<tools::ProtectedPath> protected_paths(const RunOptions& sandbox,
+                                                  const std::string& workspace) {
+    std::vector<tools::ProtectedPath> out;
+    for (const std::string& path : sandbox.read_only_paths) {
+        const bool git = path == workspace + "/.git/config" || path == workspace + "/.git/hooks";
+        out.push_back(
+            {.path = path,
+             .reason = git ? "Stockade keeps .git/config and .git/hooks read-only, so that "
+                             "nothing run here can plant a hook or a setting that runs with the "
+                             "user's next git command outside the sandbox. Set options for one "
+                             "command instead (git -c name=value ...) or in ~/.gitconfig (HOME "
+                             "is /tmp here); commits already carry an identity."
+                           : "a deny rule of the policy (Edit or Write) makes it read-only; "
+                             "leave it as it is."});
+    }
+    for (const std::string& path : sandbox.masked_paths) {
+        out.push_back({.path = path,
+                       .reason = "a deny rule of the policy (Read) hides it; work without it."});
+    }
+    return out;
+}
+
 }  // namespace
 
 // Spilled outputs: <session>/tool-output/<tool>-<call>.txt, read-only inside the sandbox.
@@ -58,6 +83,7 @@ public:
             return errno_error(fmt::format("spill \"{}\"", path), errno);
         }
         UniqueFd owned(fd);
+        (void)::fchmod(fd, 0644);  // read inside the sandbox through its bind, whatever the umask
         RETURN_IF_ERROR(write_all(fd, content));
         return path;
     }
@@ -110,6 +136,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     }
     session->policy_ = std::make_unique<policy::Policy>(std::move(loaded).value());
     session->ask_fallback_allow_ = config.policy.ask_fallback == "allow";
+    session->structured_content_ = config.structured_content;
     for (const auto& warning : policy_warnings) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy: {}", warning);
     }
@@ -136,16 +163,30 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     // Deny rules on paths become masks and read-only mounts in the worker's view, so that
     // they hold for whatever a command does; network.access decides the network namespace.
     RunOptions sandbox = config.sandbox;
+    for (const auto& note :
+         apply_sandbox_settings(session->policy_->sandbox(), session->workspace_, sandbox)) {
+        SPDLOG_LOGGER_WARN(log::get("runner"), "sandbox settings: {}", note);
+    }
     Enforcement enforcement = enforcement_for(*session->policy_, session->workspace_);
     for (const auto& note : enforcement.notes) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
     }
     apply_enforcement(enforcement, sandbox);
-    const policy::RequestOutcome network = session->policy_->evaluate_one(
-        policy::CapabilityRequest{.kind = policy::CapabilityKind::kNetworkAccess, .tool = "bash"});
-    if (sandbox.network == "none" && network.decision == policy::Decision::kAllow) {
-        sandbox.network = "host";
+    // Commits made inside need an identity; HOME there is /tmp, so no config file gives one.
+    GitIdentity identity = fallback_git_identity();
+    if (!sandbox.git_identity.empty()) {
+        ASSIGN_OR_RETURN(identity, parse_git_identity(sandbox.git_identity));
+    } else if (auto own = operator_git_identity(current_caller().environ)) {
+        identity = *own;
     }
+    session->git_identity_ = identity;
+    std::vector<std::string> env = git_identity_env(identity);
+    env.insert(env.end(), sandbox.env.begin(), sandbox.env.end());  // --env wins over them
+    sandbox.env = std::move(env);
+    sandbox.network = session_network(*session->policy_, sandbox.network);
+    session->network_ = sandbox.network;
+    session->sandbox_ = sandbox;
+    session->protected_ = protected_paths(sandbox, session->workspace_);
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
                                                      .spill_dir = session->paths_.tool_output,
@@ -240,15 +281,16 @@ std::vector<mcp::ToolInfo> Session::list_tools() {
             continue;  // denied as a whole: the model is not shown what it cannot use
         }
         tools::ToolAnnotations a = tool->annotations();
-        out.push_back(mcp::ToolInfo{.name = std::string(tool->name()),
-                                    .title = std::string(tool->title()),
-                                    .description = std::string(tool->description()),
-                                    .input_schema = tool->input_schema(),
-                                    .output_schema = nullptr,
-                                    .annotations = {.read_only_hint = a.read_only,
-                                                    .destructive_hint = a.destructive,
-                                                    .idempotent_hint = a.idempotent,
-                                                    .open_world_hint = a.open_world}});
+        out.push_back(mcp::ToolInfo{
+            .name = std::string(tool->name()),
+            .title = std::string(tool->title()),
+            .description = std::string(tool->description()),
+            .input_schema = tool->input_schema(),
+            .output_schema = structured_content_ ? tool->output_schema() : nlohmann::json(nullptr),
+            .annotations = {.read_only_hint = a.read_only,
+                            .destructive_hint = a.destructive,
+                            .idempotent_hint = a.idempotent,
+                            .open_world_hint = a.open_world}});
     }
     return out;
 }
@@ -262,8 +304,11 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
         }
     }
     if (tool == nullptr) {
-        return mcp::ToolCallResult{
-            .text = "", .is_error = true, .structured = nullptr, .unknown_tool = true};
+        return mcp::ToolCallResult{.text = "",
+                                   .is_error = true,
+                                   .meta = nullptr,
+                                   .structured = nullptr,
+                                   .unknown_tool = true};
     }
     auto log = log::get("exec");
     std::string call_id = fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
@@ -276,10 +321,11 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                  false);
 
     tools::ToolResult result;
+    std::string note;  // from the gate, for the model, after the tool's output
     if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
         result.content = valid.error().message;
         result.is_error = true;
-    } else if (auto refused = gate(name, arguments, info, call_id)) {
+    } else if (auto refused = gate(name, arguments, info, call_id, note)) {
         result = std::move(*refused);
     } else {
         log_->append("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
@@ -291,6 +337,7 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                                .spill = spill_.get(),
                                .events = events_.get(),
                                .processes = processes_.get(),
+                               .protected_paths = &protected_,
                                .cancel = info.stop,
                                .progress = info.progress};
         try {
@@ -305,6 +352,9 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
             result.is_error = true;
         }
         tools::apply_backstop(result, ctx, name);
+        if (!note.empty()) {
+            result.content += "\n\n" + note;
+        }
     }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - started)
@@ -326,19 +376,30 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     }
     SPDLOG_LOGGER_INFO(log, "call done session={} call={} tool={} error={} dur_ms={}", paths_.id,
                        call_id, name, result.is_error, ms);
+    // An error result is its text alone: Gemini CLI hands the model the whole result of a
+    // failed call, _meta included (the event log above keeps the metadata).
+    nlohmann::json meta;
+    nlohmann::json structured;
+    if (!result.is_error) {
+        if (structured_content_) {
+            structured = result.metadata;
+        }
+        meta = {{std::string(tools::kResultMetaKey), std::move(result.metadata)}};
+    }
     return mcp::ToolCallResult{.text = std::move(result.content),
                                .is_error = result.is_error,
-                               .structured = std::move(result.metadata),
+                               .meta = std::move(meta),
+                               .structured = std::move(structured),
                                .unknown_tool = false};
 }
 
 std::optional<tools::ToolResult> Session::gate(const std::string& name,
                                                const nlohmann::json& arguments,
                                                const mcp::CallInfo& info,
-                                               const std::string& call_id) {
-    // Paths in commands resolve as in the sandbox, whose HOME is /tmp.
-    const policy::RequestContext ctx{.workspace_root = workspace_, .cwd = "", .home = "/tmp"};
-    auto requests = policy::tool_requests(name, arguments, ctx);
+                                               const std::string& call_id, std::string& note) {
+    const bool sandbox_network = network_ == "host";
+    auto requests =
+        policy::tool_requests(name, arguments, session_request_context(workspace_, network_));
     auto refusal = [&](std::string text, const policy::CallDecision* decision) {
         tools::ToolResult r;
         r.content = std::move(text);
@@ -377,11 +438,14 @@ std::optional<tools::ToolResult> Session::gate(const std::string& name,
     }
     log_->append("ToolDecided", std::move(decided), decision.decision == policy::Decision::kDeny);
 
+    note = network_note(decision, sandbox_network);
     switch (decision.decision) {
         case policy::Decision::kAllow:
             return std::nullopt;
         case policy::Decision::kDeny:
-            return refusal(denial_text(decision, policy_->preset(), policy_->mode()), &decision);
+            return refusal(
+                denial_text(decision, policy_->preset(), policy_->mode(), sandbox_network),
+                &decision);
         case policy::Decision::kAsk:
             break;
     }
@@ -396,7 +460,8 @@ std::optional<tools::ToolResult> Session::gate(const std::string& name,
         if (ask_fallback_allow_) {
             return std::nullopt;
         }
-        return refusal(ask_unavailable_text(decision, policy_->preset()), &decision);
+        return refusal(ask_unavailable_text(decision, policy_->preset(), sandbox_network),
+                       &decision);
     }
     AskPrompt prompt = ask_prompt(name, arguments, decision, policy_->preset());
     log_->append("ToolAsked", {{"call", call_id}, {"tool", name}, {"message", prompt.message}},

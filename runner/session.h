@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "runner/event_log.h"
+#include "runner/host_environment.h"
 #include "runner/mcp/tool_host.h"
 #include "runner/policy_setup.h"
 #include "runner/process_manager.h"
@@ -33,6 +34,10 @@ struct SessionConfig {
     // Per process log (process-logs/<id>.log): output past it is not kept on disk.
     uint64_t process_log_cap_bytes = uint64_t{8} << 30;
     PolicyFlags policy{};  // --policy, --mode, --preset, --allow/--ask/--deny
+    // Also send each result's metadata as structuredContent, with an outputSchema per tool
+    // (`serve --structured-content`). Off by default: several clients then show the model the
+    // metadata instead of the text. The metadata always goes in the result's _meta.
+    bool structured_content = false;
 };
 
 class Session final : public mcp::ToolHost {
@@ -45,6 +50,9 @@ public:
     [[nodiscard]] const SessionPaths& paths() const noexcept { return paths_; }
     [[nodiscard]] const std::string& workspace() const noexcept { return workspace_; }
     [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
+    // The worker's sandbox options, once the policy and the settings files are applied.
+    [[nodiscard]] const RunOptions& sandbox() const noexcept { return sandbox_; }
+    [[nodiscard]] const GitIdentity& git_identity() const noexcept { return git_identity_; }
     // Starts the worker now, so that a host that cannot sandbox fails at start-up.
     Status start_worker();
 
@@ -65,10 +73,16 @@ private:
     size_t replay_stamps(int& next_process);
     // Steps 2–4 of a call: its capability requests, the policy's decision, and an ask put to
     // the user when the client can elicit. nullopt: run the call; else the refusal to return.
+    // `note`: what the model must also be told when the call runs (network_note).
     std::optional<tools::ToolResult> gate(const std::string& name, const nlohmann::json& arguments,
-                                          const mcp::CallInfo& info, const std::string& call_id);
+                                          const mcp::CallInfo& info, const std::string& call_id,
+                                          std::string& note);
 
     std::string workspace_;
+    std::string network_;  // the sandbox's: "none" (its own loopback only) or "host"
+    RunOptions sandbox_;
+    GitIdentity git_identity_;
+    std::vector<tools::ProtectedPath> protected_;
     SessionPaths paths_;
     std::unique_ptr<EventLog> log_;
     std::unique_ptr<SessionWorker> worker_;
@@ -80,6 +94,7 @@ private:
     std::vector<std::unique_ptr<tools::Tool>> tools_;
     std::unique_ptr<policy::Policy> policy_;
     bool ask_fallback_allow_ = false;  // --ask-fallback allow
+    bool structured_content_ = false;
     std::mutex grants_mu_;
     std::set<std::string> grants_;  // guarded by grants_mu_: asks answered "for the session"
 };

@@ -90,6 +90,28 @@ public:
             {"additionalProperties", false},
         };
     }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"command", of_type("string")},
+                                {"shell_kind", of_type("string")},
+                                {"cwd", of_type("string")},
+                                {"timeout_ms", of_type("integer")},
+                                {"exit_code", nullable("integer")},
+                                {"signal", nullable("string")},
+                                {"semantic_status", nullable("string")},
+                                {"semantic_message", nullable("string")},
+                                {"warning", nullable("string")},
+                                {"runtime_ms", of_type("integer")},
+                                {"timed_out", of_type("boolean")},
+                                {"auto_backgrounded", of_type("boolean")},
+                                {"process_id", nullable("string")},
+                                {"pid", nullable("integer")},
+                                {"output_lines", of_type("integer")},
+                                {"output_bytes", of_type("integer")},
+                                {"truncated", of_type("boolean")},
+                                {"truncated_bytes", of_type("integer")},
+                                {"spill_path", nullable("string")},
+                                {"log_path", nullable("string")}});
+    }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = false, .destructive = true, .idempotent = false, .open_world = true};
     }
@@ -175,12 +197,12 @@ private:
         req.cwd = call.dir.relative;
         req.cwd_display = call.dir.display;
         // Pipes, not a PTY: a PTY moves ~23 MB/s on Linux 6.x (n_tty hands out ~1 KB per read),
-        // a pipe over 1 GB/s, and build logs are large. TERM=dumb and the pagers set to cat keep
-        // tools from waiting on a terminal; `process` is the tool that gives one.
+        // a pipe over 1 GB/s, and build logs are large. command_env() keeps tools from waiting
+        // on a terminal; `process` is the tool that gives one.
         req.pty = false;
         req.interactive = false;
         req.background = false;
-        req.env = {"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0"};
+        req.env = command_env();
         req.call_id = ctx.call_id;
         Result<ProcessInfo> started = pm.start(req);
         if (!started) {
@@ -462,6 +484,9 @@ private:
             r.content +=
                 fmt::format("\nWarning: this command {}. It has run; check that this was intended.",
                             fmt::join(call.warnings, " and "));
+        }
+        if (const std::string note = protected_paths_note(ctx, output); !note.empty()) {
+            r.content += "\n" + note;
         }
         r.metadata = std::move(call.meta);
         return r;

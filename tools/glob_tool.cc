@@ -104,6 +104,9 @@ public:
             {"additionalProperties", false},
         };
     }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"path", of_type("string")}, {"files", of_type("integer")}});
+    }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }

@@ -228,6 +228,11 @@ public:
             {"additionalProperties", false},
         };
     }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"path", of_type("string")},
+                                {"matches", of_type("integer")},
+                                {"files", of_type("integer")}});
+    }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }

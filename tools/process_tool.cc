@@ -12,6 +12,7 @@
 // - Foreground processes of a running bash call are not addressable: only listed ids are.
 // - read, wait and stop still work after a process ended (its output stays); write does not.
 #include <algorithm>
+#include <csignal>
 
 #include <fmt/format.h>
 
@@ -171,6 +172,23 @@ public:
             {"additionalProperties", false},
         };
     }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"action", of_type("string")},
+                                {"process_id", nullable("string")},
+                                {"status", nullable("string")},
+                                {"command", of_type("string")},
+                                {"exit_code", nullable("integer")},
+                                {"signal", nullable("string")},
+                                {"pid", nullable("integer")},
+                                {"log_path", nullable("string")},
+                                {"runtime_ms", of_type("integer")},
+                                {"new_lines", of_type("integer")},
+                                {"first_line", of_type("integer")},
+                                {"last_line", of_type("integer")},
+                                {"total_lines", of_type("integer")},
+                                {"bytes_sent", of_type("integer")},
+                                {"processes", of_type("array")}});
+    }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = false, .destructive = true, .idempotent = false, .open_world = true};
     }
@@ -288,7 +306,7 @@ private:
         req.pty = true;
         req.interactive = true;
         req.background = true;
-        req.env = {"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat"};
+        req.env = command_env();
         req.call_id = ctx.call_id;
         Result<ProcessInfo> started = pm.start(req);
         if (!started) {
@@ -406,7 +424,7 @@ private:
                 case ProcessState::kExited:
                 case ProcessState::kStopped:
                     if (p.signal) {
-                        row.detail = signal_name(*p.signal);
+                        row.detail = fmt::format("by {}", signal_name(*p.signal));
                     } else if (p.exit_code) {
                         row.detail = fmt::format("code {}", *p.exit_code);
                     }
@@ -634,16 +652,16 @@ private:
         meta["title"] = fmt::format("Process stop {} \u00b7 {}", id, short_outcome(now));
         if (now.state == ProcessState::kStopped) {
             std::string code;
-            if (now.signal) {
-                code = fmt::format("exit code null ({})", signal_name(*now.signal));
-                if (*now.signal == 9) {
-                    code += fmt::format(" \u2014 it did not exit within {} of SIGTERM",
-                                        format_timeout(kStopGrace));
-                }
+            if (now.signal && *now.signal == SIGKILL) {
+                code =
+                    fmt::format("killed with SIGKILL \u2014 it did not exit within {} of SIGTERM",
+                                format_timeout(kStopGrace));
+            } else if (now.signal) {
+                code = fmt::format("ended by {}", signal_name(*now.signal));
             } else if (now.exit_code) {
-                code = fmt::format("exit code {}", *now.exit_code);
+                code = fmt::format("exited with code {} on SIGTERM", *now.exit_code);
             } else {
-                code = "exit code null";
+                code = "stopped";
             }
             r.content = fmt::format("Stopped {} ({}) \u00b7 {} \u00b7 ran {}. Full log: {}", id,
                                     command, code, format_clock(now.runtime), now.log_path);

@@ -92,6 +92,15 @@ public:
             {"additionalProperties", false},
         };
     }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"path", of_type("string")},
+                                {"lines", of_type("integer")},
+                                {"first_line", of_type("integer")},
+                                {"last_line", of_type("integer")},
+                                {"total_lines", of_type("integer")},
+                                {"entries", of_type("integer")},
+                                {"binary", of_type("boolean")}});
+    }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }

@@ -27,8 +27,9 @@ class ProcessManager;
 using ProgressFn = std::function<void(double done, std::optional<double> total, std::string)>;
 
 // What the model sees (content, is_error) and what the client and the event log see
-// (metadata → MCP structuredContent: title, diff, additions, deletions, strategy,
-// replacements, matches, files, truncation, duration_ms, ...).
+// (metadata: title, diff, additions, deletions, strategy, replacements, matches, files,
+// truncation, duration_ms, ...). Over MCP the metadata travels in the result's _meta under
+// kResultMetaKey, never in content, and in structuredContent only when the operator asks.
 struct ToolResult {
     std::string content{};
     bool is_error = false;
@@ -54,6 +55,16 @@ public:
                                int64_t mtime_ns, int additions, int deletions, bool created) = 0;
 };
 
+// The key of the MCP result's _meta that holds ToolResult::metadata (docs/protocol.md §5).
+inline constexpr std::string_view kResultMetaKey = "dev.stockade/result";
+
+// A path the sandbox keeps read-only or hides, and why, in words for the model: the notes
+// and errors of a refused write name it instead of a bare EROFS or EBUSY.
+struct ProtectedPath {
+    std::string path{};    // absolute, as seen inside the sandbox
+    std::string reason{};  // "Stockade keeps .git/config read-only so that ..."
+};
+
 struct ToolContext {
     std::string session_id{};
     std::string call_id{};
@@ -62,7 +73,8 @@ struct ToolContext {
     FileLocks* locks = nullptr;
     SpillStore* spill = nullptr;
     ToolEvents* events = nullptr;
-    ProcessManager* processes = nullptr;  // bash and process
+    ProcessManager* processes = nullptr;                          // bash and process
+    const std::vector<ProtectedPath>* protected_paths = nullptr;  // may be null
     std::stop_token cancel{};
     ProgressFn progress{};  // may be empty
 };
@@ -82,6 +94,9 @@ public:
     [[nodiscard]] virtual std::string_view description() const = 0;
     // JSON Schema of the arguments: type object, snake_case, additionalProperties false.
     [[nodiscard]] virtual nlohmann::json input_schema() const = 0;
+    // JSON Schema of ToolResult::metadata: the MCP outputSchema when the metadata is also
+    // sent as structuredContent (`serve --structured-content`).
+    [[nodiscard]] virtual nlohmann::json output_schema() const = 0;
     [[nodiscard]] virtual ToolAnnotations annotations() const = 0;
     // Runs the tool and records metadata.duration_ms. Arguments were validated against
     // input_schema() by the caller (validate_arguments).

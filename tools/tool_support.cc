@@ -94,6 +94,80 @@ ToolResult error_result(std::string content, nlohmann::json metadata) {
     return r;
 }
 
+const ProtectedPath* protected_path_of(const ToolContext& ctx, std::string_view path) {
+    if (ctx.protected_paths == nullptr) {
+        return nullptr;
+    }
+    for (const ProtectedPath& p : *ctx.protected_paths) {
+        if (path == p.path || (path.size() > p.path.size() && path.starts_with(p.path) &&
+                               path[p.path.size()] == '/')) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+std::string protected_paths_note(const ToolContext& ctx, std::string_view output) {
+    if (ctx.protected_paths == nullptr || ctx.protected_paths->empty()) {
+        return "";
+    }
+    constexpr std::string_view kRefusals[] = {"Read-only file system", "Device or resource busy",
+                                              "Permission denied", "Operation not permitted"};
+    const std::string root =
+        ctx.ws != nullptr ? ctx.ws->root_path(workspace::Root::kWorkspace) : "";
+    std::string note;
+    for (const ProtectedPath& p : *ctx.protected_paths) {
+        // Commands print the path as they were given it: absolute, or from the workspace root.
+        std::string relative;
+        if (!root.empty() && p.path.size() > root.size() + 1 && p.path.starts_with(root + "/")) {
+            relative = p.path.substr(root.size() + 1);
+        }
+        size_t start = 0;
+        bool refused = false;
+        while (!refused && start < output.size()) {
+            size_t end = output.find('\n', start);
+            if (end == std::string_view::npos) {
+                end = output.size();
+            }
+            const std::string_view line = output.substr(start, end - start);
+            start = end + 1;
+            const bool names = line.find(p.path) != std::string_view::npos ||
+                               (!relative.empty() && line.find(relative) != std::string_view::npos);
+            refused = names && std::any_of(std::begin(kRefusals), std::end(kRefusals),
+                                           [&](std::string_view r) {
+                                               return line.find(r) != std::string_view::npos;
+                                           });
+        }
+        if (refused) {
+            note +=
+                fmt::format("{}Note: {} is protected in this sandbox: {}", note.empty() ? "" : "\n",
+                            relative.empty() ? p.path : relative, p.reason);
+        }
+    }
+    return note;
+}
+
+std::vector<std::string> command_env() {
+    return {"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0",
+            "PYTHONUNBUFFERED=1"};
+}
+
+nlohmann::json of_type(std::string_view type) {
+    return {{"type", type}};
+}
+
+nlohmann::json nullable(std::string_view type) {
+    return {{"type", nlohmann::json::array({type, "null"})}};
+}
+
+nlohmann::json metadata_schema(nlohmann::json properties) {
+    properties["title"] = of_type("string");
+    properties["duration_ms"] = of_type("integer");
+    properties["truncation"] = of_type("object");
+    return {
+        {"type", "object"}, {"properties", std::move(properties)}, {"required", {"duration_ms"}}};
+}
+
 Result<workspace::ResolvedPath> resolve_tool_path(ToolContext& ctx, std::string_view input) {
     const std::string ws_root = ctx.ws->root_path(workspace::Root::kWorkspace);
     const std::string spill_root = ctx.ws->root_path(workspace::Root::kSpill);
@@ -255,6 +329,11 @@ Result<workspace::ResolvedPath> resolve_writable_path(ToolContext& ctx, std::str
     ASSIGN_OR_RETURN(workspace::ResolvedPath path, resolve_tool_path(ctx, input));
     if (path.root == workspace::Root::kSpill) {
         return Error{Errc::kPermissionDenied, read_only_spill_message(ctx, path)};
+    }
+    if (const ProtectedPath* p = protected_path_of(ctx, path.display)) {
+        return Error{Errc::kPermissionDenied,
+                     fmt::format("Cannot write {}: it is protected in this sandbox: {}",
+                                 path.display, p->reason)};
     }
     if (ctx.stamps == nullptr || ctx.locks == nullptr) {
         return Error{Errc::kUnavailable,

@@ -31,6 +31,27 @@ bool opt_bool(const nlohmann::json& args, std::string_view key, bool fallback);
 
 ToolResult error_result(std::string content, nlohmann::json metadata = nlohmann::json::object());
 
+// The protected path (ToolContext::protected_paths) that `path` (absolute) is or lies in.
+const ProtectedPath* protected_path_of(const ToolContext& ctx, std::string_view path);
+
+// For a command's output: a note for each protected path that the output shows a write to
+// failing ("Read-only file system", "Device or resource busy", "Permission denied", ...),
+// saying it is protected and why. Empty when there is none.
+std::string protected_paths_note(const ToolContext& ctx, std::string_view output);
+
+// The variables every command of bash and process gets on top of the sandbox's environment:
+// no pager or terminal prompt to wait on (TERM=dumb, PAGER=cat, GIT_PAGER=cat,
+// GIT_TERMINAL_PROMPT=0), and output that is not held back in a buffer while it runs
+// (PYTHONUNBUFFERED=1), since a command may move to the background and be read live.
+std::vector<std::string> command_env();
+
+// A tool's output_schema(): an object with `properties` (JSON Schema of each metadata field)
+// plus what every result carries: duration_ms (required), title and truncation.
+nlohmann::json metadata_schema(nlohmann::json properties);
+// JSON Schema snippets for metadata fields: {"type": "<type>"} and {"type": ["<type>", "null"]}.
+nlohmann::json of_type(std::string_view type);
+nlohmann::json nullable(std::string_view type);
+
 class Stopwatch {
 public:
     [[nodiscard]] int64_t ms() const {

@@ -49,6 +49,14 @@ public:
             {"additionalProperties", false},
         };
     }
+    [[nodiscard]] nlohmann::json output_schema() const override {
+        return metadata_schema({{"path", of_type("string")},
+                                {"diff", of_type("string")},
+                                {"additions", of_type("integer")},
+                                {"deletions", of_type("integer")},
+                                {"created", of_type("boolean")},
+                                {"lines", of_type("integer")}});
+    }
     [[nodiscard]] ToolAnnotations annotations() const override {
         return {.read_only = false, .destructive = true, .idempotent = true, .open_world = false};
     }

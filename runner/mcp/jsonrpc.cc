@@ -146,7 +146,9 @@ std::string encode_error(const nlohmann::json& id, ErrorCode code, std::string_v
     }
     json reply = json::object();
     reply["jsonrpc"] = "2.0";
-    reply["id"] = id;
+    if (!id.is_null()) {
+        reply["id"] = id;  // omitted when the request's id could not be read (MCP 2025-11-25)
+    }
     reply["error"] = std::move(error);
     return dump(reply);
 }

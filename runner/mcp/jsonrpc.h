@@ -76,6 +76,8 @@ std::string id_key(const nlohmann::json& id);
 // Encoders. Each returns one JSON text without a newline and without raw newlines inside it;
 // invalid UTF-8 in strings is replaced with U+FFFD instead of throwing.
 std::string encode_result(const nlohmann::json& id, nlohmann::json result);
+// A null `id` means the request's id could not be read: the reply then has no "id" member, as
+// MCP's JSONRPCErrorResponse allows (JSON-RPC 2.0 itself would send "id": null).
 std::string encode_error(const nlohmann::json& id, ErrorCode code, std::string_view message,
                          const nlohmann::json& data = nullptr);
 std::string encode_notification(std::string_view method, nlohmann::json params);

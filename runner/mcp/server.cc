@@ -105,8 +105,9 @@ json text_result(std::string text, bool is_error) {
             {"isError", is_error}};
 }
 
-// CallToolResult. Structured content goes out as structuredContent and, when the text is
-// empty, also as serialized JSON in the text block (the spec's backwards-compatibility advice).
+// CallToolResult. The host's metadata goes out as the result's _meta. Structured content, when
+// the host gives one, goes out as structuredContent and, when the text is empty, also as
+// serialized JSON in the text block (the spec's backwards-compatibility advice).
 json call_result_json(ToolCallResult result, bool modern) {
     const bool has_structured =
         modern ? !result.structured.is_null() : result.structured.is_object();
@@ -116,6 +117,9 @@ json call_result_json(ToolCallResult result, bool modern) {
     json out = text_result(std::move(result.text), result.is_error);
     if (has_structured) {
         out["structuredContent"] = std::move(result.structured);
+    }
+    if (result.meta.is_object() && !result.meta.empty()) {
+        out["_meta"] = std::move(result.meta);
     }
     return out;
 }
@@ -370,16 +374,25 @@ private:
             send_error(request.id, ErrorCode::kInvalidParams, "params must be an object");
             return;
         }
-        if (method == "initialize") {
-            handle_initialize(request);
-            return;
-        }
         auto resolved = resolve_protocol(request.params, session_);
         if (auto* error = std::get_if<ProtocolError>(&resolved)) {
             send(jsonrpc::encode_error(request.id, error->code, error->message, error->data));
             return;
         }
         auto& protocol = std::get<RequestProtocol>(resolved);
+        if (method == "initialize") {
+            if (protocol.stateless && protocol.modern) {
+                // A request that declares 2026-07-28 in its own _meta is served under it, and
+                // that revision has no handshake: the method does not exist there.
+                send_error(request.id, ErrorCode::kMethodNotFound,
+                           "Method not found: initialize (protocol " + protocol.version +
+                               " has no handshake; call server/discover, or send initialize "
+                               "without the per-request _meta for a 2025 revision)");
+                return;
+            }
+            handle_initialize(request);
+            return;
+        }
         if (method == "tools/call") {
             handle_call(request, std::move(protocol));
         } else if (method == "tools/list") {
@@ -560,6 +573,7 @@ private:
                                 " tool calls running or waiting. Wait for some of them to finish, "
                                 "then retry this call.",
                         .is_error = true,
+                        .meta = nullptr,
                         .structured = nullptr,
                         .unknown_tool = false});
                 return;

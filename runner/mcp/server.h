@@ -7,7 +7,7 @@
 // era, an input_required result under 2026-07-28. Nothing but protocol is written to the output
 // fd; logs go through spdlog (stderr).
 //
-//   stockade::mcp::McpServer server(host, {.version = "0.1.0"});
+//   stockade::mcp::McpServer server(host);
 //   Status s = server.run(STDIN_FILENO, STDOUT_FILENO);  // returns at EOF
 #pragma once
 
@@ -18,6 +18,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "common/version.h"
 #include "runner/mcp/tool_host.h"
 
 namespace stockade::mcp {
@@ -25,7 +26,7 @@ namespace stockade::mcp {
 struct ServerOptions {
     std::string name = "stockade";  // serverInfo
     std::string title = "Stockade";
-    std::string version = "0.0.0";
+    std::string version = std::string(kVersion);
     std::string instructions;  // sent when not empty
     // A line longer than this is answered with -32600 and discarded without being buffered;
     // a reply longer than this is replaced (a tool result by an isError result).

@@ -33,7 +33,7 @@ struct ToolInfo {
     // A JSON Schema object. The server adds "type": "object" and "additionalProperties": false
     // when the schema does not set them.
     nlohmann::json input_schema = nlohmann::json::object();
-    nlohmann::json output_schema;  // null: none
+    nlohmann::json output_schema;  // null: none. Set only by a host that sends structuredContent
     ToolAnnotations annotations;
 };
 
@@ -103,8 +103,14 @@ struct CallInfo {
 struct ToolCallResult {
     std::string text;       // model-facing content; the server sends it as one text block
     bool is_error = false;  // failed runs, policy denials, bad arguments: the model sees these
-    // Metadata for the client (structuredContent), null for none. Before protocol 2026-07-28
-    // only an object may be sent; other values are then dropped.
+    // The result's `_meta`: metadata for the client's UI, the event log and programs (title,
+    // counts, exit code, paths...), under namespaced keys. An object, or null for none; under
+    // 2026-07-28 the server adds its serverInfo key. Clients do not hand `_meta` to the model.
+    nlohmann::json meta;
+    // structuredContent, null for none. Claude Code, Codex and VS Code give the model
+    // structuredContent *instead of* content when a result has both, so a host sets it only
+    // when the operator asked for it (and then declares ToolInfo::output_schema). Before
+    // protocol 2026-07-28 only an object may be sent; other values are then dropped.
     nlohmann::json structured;
     // The tool does not exist: the server answers with JSON-RPC error -32602, not a result.
     bool unknown_tool = false;

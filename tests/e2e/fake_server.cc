@@ -73,25 +73,32 @@ public:
                 return {
                     .text = R"(echo needs a string argument "text". Retry with {"text": "..."}.)",
                     .is_error = true,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
             }
             const auto& s = text->get_ref<const std::string&>();
             return {.text = s,
                     .is_error = false,
+                    .meta = nullptr,
                     .structured = {{"length", s.size()}},
                     .unknown_tool = false};
         }
         if (name == "fail") {
             return {.text = "fail always fails: this is the expected error.",
                     .is_error = true,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
         }
         if (name == "confirm") {
             return confirm(arguments, info);
         }
-        return {.text = "", .is_error = false, .structured = nullptr, .unknown_tool = true};
+        return {.text = "",
+                .is_error = false,
+                .meta = nullptr,
+                .structured = nullptr,
+                .unknown_tool = true};
     }
 
 private:
@@ -99,6 +106,7 @@ private:
         if (!info.can_elicit()) {
             return {.text = "This client cannot ask the user (no form elicitation capability).",
                     .is_error = true,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
         }
@@ -119,11 +127,13 @@ private:
         if (!answer) {
             return {.text = "No answer: " + answer.error().message,
                     .is_error = true,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
         }
         return {.text = answer->action,
                 .is_error = false,
+                .meta = nullptr,
                 .structured = {{"action", answer->action}, {"content", answer->content}},
                 .unknown_tool = false};
     }

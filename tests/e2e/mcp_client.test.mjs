@@ -22,7 +22,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, LATEST_PROTOCOL_VERSION, McpError } from '@modelcontextprotocol/sdk/types.js';
 
-const MODERN = '2026-07-28';
+import { MODERN, modernMeta } from './protocol.mjs';
+
 const REAL_TOOLS = ['read', 'edit', 'grep', 'glob'];
 
 function resolveServer() {
@@ -109,15 +110,6 @@ class RawServer {
     }
 }
 
-function modernMeta(extra = {}) {
-    return {
-        'io.modelcontextprotocol/protocolVersion': MODERN,
-        'io.modelcontextprotocol/clientCapabilities': {},
-        'io.modelcontextprotocol/clientInfo': { name: 'stockade-e2e-raw', version: '0.0.0' },
-        ...extra,
-    };
-}
-
 describe('MCP over stdio with the official TypeScript SDK', () => {
     let sdk;
     let tools;
@@ -201,7 +193,11 @@ describe('MCP over stdio with the official TypeScript SDK', () => {
 
         const read = await sdk.client.callTool({ name: 'read', arguments: { file_path: file } });
         assert.equal(read.isError, false, textOf(read));
-        assert.match(textOf(read), /beta/);
+        assert.match(textOf(read), /2→beta/);
+        // The model reads content; the metadata rides in _meta, never in structuredContent,
+        // which several clients hand to the model instead of the text.
+        assert.equal(read.structuredContent, undefined);
+        assert.match(read._meta['dev.stockade/result'].title, /^Read /);
 
         const edit = await sdk.client.callTool({
             name: 'edit', arguments: { file_path: file, old_string: 'beta', new_string: 'stockade_e2e_marker' },
@@ -267,12 +263,12 @@ describe('bash and process with the official TypeScript SDK', () => {
         assert.equal(slow.isError, false, textOf(slow));
         assert.match(textOf(slow), /done-sleeping/);
         assert.match(textOf(slow), /\[exit code 0 · /);
-        assert.equal(slow.structuredContent.exit_code, 0);
+        assert.equal(slow._meta["dev.stockade/result"].exit_code, 0);
         assert.ok(progress.length >= 1, 'at least one progress notification during a 2.5 s command');
 
         const failing = await sdk.client.callTool({ name: 'bash', arguments: { command: 'exit 7' } });
         assert.equal(failing.isError, false);
-        assert.equal(failing.structuredContent.exit_code, 7);
+        assert.equal(failing._meta["dev.stockade/result"].exit_code, 7);
     });
 
     test('a timed-out bash command continues as a process that can be read and stopped', async (t) => {
@@ -282,7 +278,7 @@ describe('bash and process with the official TypeScript SDK', () => {
         });
         assert.equal(moved.isError, false, textOf(moved));
         assert.match(textOf(moved), /moved to background as process (p\d+)/);
-        const id = moved.structuredContent.process_id;
+        const id = moved._meta["dev.stockade/result"].process_id;
         const list = await sdk.client.callTool({ name: 'process', arguments: { action: 'list' } });
         assert.match(textOf(list), new RegExp(id));
         const rest = await sdk.client.callTool({ name: 'process', arguments: { action: 'wait', id } });
@@ -292,7 +288,7 @@ describe('bash and process with the official TypeScript SDK', () => {
             name: 'process', arguments: { action: 'start', command: 'python3 -i -q' },
         });
         assert.equal(server.isError, false, textOf(server));
-        const repl = server.structuredContent.process_id;
+        const repl = server._meta["dev.stockade/result"].process_id;
         const wrote = await sdk.client.callTool({
             name: 'process', arguments: { action: 'write', id: repl, input: 'print(1234 * 2)\n' },
         });
@@ -400,6 +396,48 @@ describe('policy asks through elicitation with the official TypeScript SDK', () 
     });
 });
 
+describe('structuredContent, only when the operator asks for it', () => {
+    const isStockade = server.args.includes('serve');
+    let sdk;
+
+    before(async () => {
+        if (isStockade) sdk = await connectSdk({ extraArgs: ['--structured-content'] });
+    });
+
+    after(async () => { await sdk?.client.close(); });
+
+    test('every tool declares an outputSchema and its results conform to it', async (t) => {
+        if (!isStockade) { t.skip('not stockade serve'); return; }
+        const tools = (await sdk.client.listTools()).tools;
+        for (const tool of tools) {
+            assert.equal(tool.outputSchema?.type, 'object', tool.name);
+            assert.ok(tool.outputSchema.properties.duration_ms, tool.name);
+        }
+        const dir = fs.mkdtempSync(path.join(server.workspace, 'structured-'));
+        const file = path.join(dir, 'a.txt');
+        fs.writeFileSync(file, 'one\ntwo\n');
+        // The SDK validates structuredContent against the tool's outputSchema: a result that
+        // does not conform makes callTool throw.
+        const calls = [
+            ['read', { file_path: file }],
+            ['edit', { file_path: file, old_string: 'two', new_string: 'three' }],
+            ['write', { file_path: path.join(dir, 'b.txt'), content: 'x\n' }],
+            ['grep', { pattern: 'three', path: dir }],
+            ['glob', { pattern: '*.txt', path: dir }],
+            ['bash', { command: 'echo hi; exit 3' }],
+            ['process', { action: 'start', command: 'sleep 30' }],
+            ['process', { action: 'list' }],
+            ['process', { action: 'stop', id: 'p1' }],
+        ];
+        for (const [name, args] of calls) {
+            const result = await sdk.client.callTool({ name, arguments: args });
+            assert.equal(result.isError, false, `${name}: ${textOf(result)}`);
+            assert.deepEqual(result.structuredContent, result._meta['dev.stockade/result'], name);
+            assert.ok(textOf(result).length > 0, `${name} still has its text`);
+        }
+    });
+});
+
 describe('MCP 2026-07-28 stateless requests over raw stdio', () => {
     let raw;
 
@@ -449,7 +487,7 @@ describe('MCP 2026-07-28 stateless requests over raw stdio', () => {
     test('malformed JSON gets a parse error and the next request is still answered', async () => {
         raw.sendRaw('{"jsonrpc": "2.0", "id": 6, "method": \n');
         const bad = await raw.next();
-        assert.equal(bad.id, null);
+        assert.equal('id' in bad, false, 'an id that cannot be read is omitted, not null');
         assert.equal(bad.error.code, -32700);
         const ok = await raw.request(7, 'server/discover', { _meta: modernMeta() });
         assert.equal(ok.result.resultType, 'complete');
@@ -459,7 +497,7 @@ describe('MCP 2026-07-28 stateless requests over raw stdio', () => {
         const big = `{"jsonrpc":"2.0","id":8,"method":"tools/list","params":{"pad":"${'x'.repeat(9 << 20)}"}}\n`;
         raw.sendRaw(big);
         const reply = await raw.next(30000);
-        assert.equal(reply.id, null);
+        assert.equal('id' in reply, false, 'an id that cannot be read is omitted, not null');
         assert.equal(reply.error.code, -32600);
         const ok = await raw.request(9, 'tools/list', { _meta: modernMeta() });
         assert.ok(ok.result.tools.length > 0);

@@ -2,6 +2,7 @@
 // worker, their output and lifetime are the supervisor's. Every test ends by checking that the
 // session left no process behind.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -94,7 +95,7 @@ TEST_F(ProcessTest, BashRunsInTheWorkspaceAndReportsTheExitCode) {
     EXPECT_THAT(text_of(ok), HasSubstr("hello from the workspace"));
     EXPECT_THAT(text_of(ok), HasSubstr("[exit code 0 · "));
     EXPECT_FALSE(ok["result"].value("isError", true));
-    EXPECT_EQ(ok["result"]["structuredContent"]["exit_code"], 0);
+    EXPECT_EQ(ok["result"]["_meta"]["dev.stockade/result"]["exit_code"], 0);
 
     auto failed = serve_->call("bash", {{"command", "echo to-stderr >&2; exit 3"}});
     EXPECT_THAT(text_of(failed), HasSubstr("to-stderr"));
@@ -102,7 +103,7 @@ TEST_F(ProcessTest, BashRunsInTheWorkspaceAndReportsTheExitCode) {
     EXPECT_FALSE(failed["result"].value("isError", true)) << "a failing command is an observation";
 
     auto grep = serve_->call("bash", {{"command", "grep nothing-here hello.txt"}});
-    EXPECT_EQ(grep["result"]["structuredContent"]["semantic_status"], "ok");
+    EXPECT_EQ(grep["result"]["_meta"]["dev.stockade/result"]["semantic_status"], "ok");
 
     auto missing = serve_->call("bash", {{"command", "ecko hi"}});
     EXPECT_TRUE(missing["result"].value("isError", false));
@@ -116,8 +117,8 @@ TEST_F(ProcessTest, ACommandPastItsTimeoutMovesToTheBackgroundWithContinuousOutp
                               {"timeout_ms", 1000}});
     std::string first = text_of(moved);
     ASSERT_THAT(first, HasSubstr("moved to background as process p")) << first;
-    EXPECT_EQ(moved["result"]["structuredContent"]["auto_backgrounded"], true);
-    std::string id = moved["result"]["structuredContent"].value("process_id", "");
+    EXPECT_EQ(moved["result"]["_meta"]["dev.stockade/result"]["auto_backgrounded"], true);
+    std::string id = moved["result"]["_meta"]["dev.stockade/result"].value("process_id", "");
     ASSERT_FALSE(id.empty()) << moved.dump();
 
     EXPECT_THAT(process({{"action", "list"}}), HasSubstr(id));
@@ -212,13 +213,43 @@ TEST_F(ProcessTest, AGibibyteOfOutputPassesWithBoundedSupervisorMemory) {
         std::chrono::minutes(3));
     std::string text = text_of(big);
     EXPECT_THAT(text, HasSubstr("[exit code 0 · "));
-    auto meta = big["result"]["structuredContent"];
+    auto meta = big["result"]["_meta"]["dev.stockade/result"];
     EXPECT_EQ(meta["output_bytes"], 1073741824ULL + 1073741824ULL / 100);
     EXPECT_EQ(meta["truncated"], true);
     EXPECT_LT(text.size(), 64U << 10);
     long peak = supervisor_peak_kib(serve_->pid());
     ASSERT_GT(peak, 0);
     EXPECT_LT(peak, 64 * 1024) << "supervisor peak RSS " << peak << " KiB";
+}
+
+TEST_F(ProcessTest, TheTruncationMarkersFileIsReadableInsideAndNothingElseOfTheStateIs) {
+    // The marker promises "read or grep that file": it must hold as root (whose files the
+    // sandbox user does not own) and as an unprivileged user, whatever the umask.
+    const mode_t old_mask = ::umask(077);
+    serve();
+    ::umask(old_mask);
+    auto big = serve_->call("bash", {{"command", "seq 1 100000"}});
+    const std::string text = text_of(big);
+    const std::string marker = "Full output: ";
+    const size_t at = text.find(marker);
+    ASSERT_NE(at, std::string::npos) << text;
+    const size_t start = at + marker.size();
+    const std::string log = text.substr(start, text.find(' ', start) - start);
+    ASSERT_THAT(log, HasSubstr("/process-logs/")) << text;
+
+    auto read = serve_->call("read", {{"file_path", log}, {"offset", 50000}, {"limit", 2}});
+    EXPECT_FALSE(read["result"].value("isError", true)) << read.dump();
+    EXPECT_THAT(text_of(read), HasSubstr("50000→50000"));
+    auto grep = serve_->call("grep", {{"pattern", "^77777$"}, {"path", log}});
+    EXPECT_THAT(text_of(grep), HasSubstr("77777")) << grep.dump();
+    EXPECT_THAT(bash("tail -n 1 " + log), HasSubstr("100000"));
+    // Read-only inside, and the rest of the state directory (the event log, other sessions)
+    // is not there at all.
+    EXPECT_THAT(bash("echo x >> " + log + " && echo appended"), Not(HasSubstr("appended")));
+    const std::string events = state_.path() + "/sessions";
+    EXPECT_THAT(
+        bash("ls " + events + " 2>&1; cat " + events + "/*/events.jsonl 2>&1 | head -c 300"),
+        Not(HasSubstr("SessionStarted")));
 }
 
 TEST_F(ProcessTest, ManyShortCommandsInARowAndAtOnce) {
@@ -249,7 +280,7 @@ TEST_F(ProcessTest, AForkBombIsContainedAndTheSupervisorKeepsServing) {
     EXPECT_TRUE(bomb.contains("result")) << bomb.dump();
     auto read = serve_->call("read", {{"file_path", "still.txt"}});
     EXPECT_THAT(text_of(read), HasSubstr("still serving"));
-    const auto& id = bomb["result"]["structuredContent"]["process_id"];
+    const auto& id = bomb["result"]["_meta"]["dev.stockade/result"]["process_id"];
     if (id.is_string()) {
         process({{"action", "stop"}, {"id", id}});
     }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <thread>
@@ -148,6 +149,26 @@ protected:
     TempDir root_;
     std::string workspace_;
 };
+
+// --- git metadata ------------------------------------------------------------------------------
+
+TEST_F(RunTest, GitConfigAndHooksAreReadOnlyUnlessAskedOtherwise) {
+    SKIP_WITHOUT_NAMESPACES();
+    const std::string git = workspace_ + "/.git";
+    ASSERT_TRUE(std::filesystem::create_directories(git + "/hooks"));
+    root_.write_file("workspace/.git/config", "[core]\n\tbare = false\n");
+    root_.write_file("workspace/src.txt", "x\n");
+    // A hook or a setting planted here would run with the user's next git command.
+    RunResult planted =
+        sh("echo '[core] hooksPath = /tmp' >> .git/config; echo evil > .git/hooks/pre-commit; "
+           "echo changed > src.txt; cat src.txt");
+    EXPECT_THAT(planted.out, HasSubstr("changed")) << planted.describe();
+    EXPECT_EQ(read_file_text(git + "/config"), "[core]\n\tbare = false\n");
+    EXPECT_FALSE(std::filesystem::exists(git + "/hooks/pre-commit"));
+    RunResult allowed = sh("echo '# mine' >> .git/config", {"--writable-git"});
+    EXPECT_THAT(allowed, ExitsWith(0));
+    EXPECT_THAT(read_file_text(git + "/config").value_or(""), HasSubstr("# mine"));
+}
 
 // --- exit status and streams ------------------------------------------------------------------
 

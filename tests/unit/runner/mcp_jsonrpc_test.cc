@@ -129,10 +129,11 @@ TEST(JsonRpcEncodeTest, EncodedMessagesAreOneLineAndRoundTrip) {
 }
 
 TEST(JsonRpcEncodeTest, ErrorCarriesCodeMessageAndOptionalData) {
-    EXPECT_EQ(json::parse(encode_error(nullptr, ErrorCode::kParseError, "Parse error")),
-              json({{"jsonrpc", "2.0"},
-                    {"id", nullptr},
-                    {"error", {{"code", -32700}, {"message", "Parse error"}}}}));
+    // An id that could not be read is left out (MCP's JSONRPCErrorResponse), never "id": null.
+    EXPECT_EQ(
+        json::parse(encode_error(nullptr, ErrorCode::kParseError, "Parse error")),
+        json({{"jsonrpc", "2.0"}, {"error", {{"code", -32700}, {"message", "Parse error"}}}}));
+    EXPECT_EQ(json::parse(encode_error(7, ErrorCode::kMethodNotFound, "m"))["id"], 7);
     EXPECT_EQ(json::parse(encode_error("x", ErrorCode::kUnsupportedProtocolVersion, "m",
                                        {{"a", 1}}))["error"],
               json({{"code", -32022}, {"message", "m"}, {"data", {{"a", 1}}}}));

@@ -98,18 +98,21 @@ public:
             if (text == arguments.end() || !text->is_string()) {
                 return {.text = "echo needs a string argument \"text\".",
                         .is_error = true,
+                        .meta = nullptr,
                         .structured = nullptr,
                         .unknown_tool = false};
             }
             const auto& s = text->get_ref<const std::string&>();
             return {.text = s,
                     .is_error = false,
+                    .meta = {{"test/echo", {{"bytes", s.size()}}}},
                     .structured = {{"length", s.size()}},
                     .unknown_tool = false};
         }
         if (name == "fail") {
             return {.text = "The tool failed on purpose.",
                     .is_error = true,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
         }
@@ -126,6 +129,7 @@ public:
             ++stopped_;
             return {.text = "unblocked",
                     .is_error = false,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
         }
@@ -137,10 +141,17 @@ public:
             info.progress(1, 3, "one again");  // not an increase: dropped
             info.progress(2, 3, "");
             info.progress(3, std::nullopt, "three");
-            return {
-                .text = "done", .is_error = false, .structured = nullptr, .unknown_tool = false};
+            return {.text = "done",
+                    .is_error = false,
+                    .meta = nullptr,
+                    .structured = nullptr,
+                    .unknown_tool = false};
         }
-        return {.text = "", .is_error = false, .structured = nullptr, .unknown_tool = true};
+        return {.text = "",
+                .is_error = false,
+                .meta = nullptr,
+                .structured = nullptr,
+                .unknown_tool = true};
     }
 
     // Waits until `count` block calls have started; returns their ids in start order.
@@ -170,6 +181,7 @@ private:
         if (!info.can_elicit()) {
             return {.text = "cannot elicit",
                     .is_error = true,
+                    .meta = nullptr,
                     .structured = nullptr,
                     .unknown_tool = false};
         }
@@ -201,6 +213,7 @@ private:
                 cv_.notify_all();
                 return {.text = errc + ": " + answer.error().message,
                         .is_error = true,
+                        .meta = nullptr,
                         .structured = {{"errc", errc}},
                         .unknown_tool = false};
             }
@@ -216,6 +229,7 @@ private:
         cv_.notify_all();
         return {.text = "answered",
                 .is_error = false,
+                .meta = nullptr,
                 .structured = {{"answers", std::move(answers)}},
                 .unknown_tool = false};
     }
@@ -375,6 +389,17 @@ TEST_F(McpServerTest, InitializeWithAnUnservedVersionGetsOurLatestLegacy) {
     EXPECT_EQ(next()["error"]["code"], -32602);
 }
 
+TEST_F(McpServerTest, InitializeThatDeclares20260728InItsMetaIsAnUnknownMethod) {
+    start();
+    request(1, "initialize", {{"protocolVersion", "2026-07-28"}, {"_meta", modern_meta()}});
+    json reply = next();
+    EXPECT_EQ(reply["id"], 1);
+    EXPECT_EQ(reply["error"]["code"], -32601) << reply;
+    // The connection has no legacy session: a plain initialize still works after it.
+    request(2, "initialize", {{"protocolVersion", "2025-11-25"}});
+    EXPECT_EQ(next()["result"]["protocolVersion"], "2025-11-25");
+}
+
 TEST_F(McpServerTest, ModernDiscoverNeedsNoHandshake) {
     start();
     request("d", "server/discover", {{"_meta", modern_meta()}});
@@ -418,12 +443,13 @@ TEST_F(McpServerTest, ModernToolCallCarriesResultTypeAndServerInfo) {
     start();
     request(1, "tools/call",
             {{"name", "echo"}, {"arguments", {{"text", "hi"}}}, {"_meta", modern_meta()}});
-    EXPECT_EQ(next()["result"],
-              json({{"content", {{{"type", "text"}, {"text", "hi"}}}},
-                    {"isError", false},
-                    {"structuredContent", {{"length", 2}}},
-                    {"resultType", "complete"},
-                    {"_meta", {{"io.modelcontextprotocol/serverInfo", kServerInfo}}}}));
+    EXPECT_EQ(next()["result"], json({{"content", {{{"type", "text"}, {"text", "hi"}}}},
+                                      {"isError", false},
+                                      {"structuredContent", {{"length", 2}}},
+                                      {"resultType", "complete"},
+                                      {"_meta",
+                                       {{"test/echo", {{"bytes", 2}}},
+                                        {"io.modelcontextprotocol/serverInfo", kServerInfo}}}}));
 }
 
 TEST_F(McpServerTest, PingIsNotPartOfTheModernRevision) {
@@ -490,7 +516,8 @@ TEST_F(McpServerTest, CallSucceedsFailsAndRejectsBadArgumentsAsToolErrors) {
                     {"result",
                      {{"content", {{{"type", "text"}, {"text", "hello"}}}},
                       {"isError", false},
-                      {"structuredContent", {{"length", 5}}}}}}));
+                      {"structuredContent", {{"length", 5}}},
+                      {"_meta", {{"test/echo", {{"bytes", 5}}}}}}}}));
     EXPECT_EQ(call(2, "fail")["result"],
               json({{"content", {{{"type", "text"}, {"text", "The tool failed on purpose."}}}},
                     {"isError", true}}));
@@ -536,11 +563,11 @@ TEST_F(McpServerTest, MalformedJsonGetsParseErrorThenTheNextRequestIsAnswered) {
     start();
     send_raw("{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \n");
     json reply = next();
-    EXPECT_TRUE(reply["id"].is_null());
+    EXPECT_FALSE(reply.contains("id")) << reply;
     EXPECT_EQ(reply["error"]["code"], -32700);
     send_raw("[{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}]\n");
     reply = next();
-    EXPECT_TRUE(reply["id"].is_null());
+    EXPECT_FALSE(reply.contains("id")) << reply;
     EXPECT_EQ(reply["error"]["code"], -32600);
     request(3, "ping");
     EXPECT_EQ(next(), json({{"jsonrpc", "2.0"}, {"id", 3}, {"result", json::object()}}));
@@ -555,7 +582,7 @@ TEST_F(McpServerTest, OversizedLineIsRejectedAndTheNextRequestIsAnswered) {
     std::thread writer([&] { send_raw(big); });
     json reply = next();
     writer.join();
-    EXPECT_TRUE(reply["id"].is_null());
+    EXPECT_FALSE(reply.contains("id")) << reply;
     EXPECT_EQ(reply["error"]["code"], -32600);
     request(2, "ping");
     EXPECT_EQ(next(), json({{"jsonrpc", "2.0"}, {"id", 2}, {"result", json::object()}}));

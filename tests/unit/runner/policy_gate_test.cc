@@ -13,6 +13,7 @@ namespace stockade::runner {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const policy::RequestContext kCtx{.workspace_root = "/ws", .cwd = "", .home = "/tmp"};
 
@@ -45,7 +46,7 @@ TEST(PolicyGateTest, ADenyByRuleNamesTheRuleAndWhereItIsWritten) {
     auto d = decide(p, "bash", {{"command", "cat .env"}});
     ASSERT_EQ(d.decision, policy::Decision::kDeny);
     stockade::testing::expect_golden("policy", "deny_rule.txt",
-                                     denial_text(d, p.preset(), p.mode()));
+                                     denial_text(d, p.preset(), p.mode(), false));
 }
 
 TEST(PolicyGateTest, ADenyByThePresetSuggestsARule) {
@@ -53,7 +54,7 @@ TEST(PolicyGateTest, ADenyByThePresetSuggestsARule) {
     auto d = decide(p, "write", {{"file_path", "/ws/notes.md"}, {"content", "x"}});
     ASSERT_EQ(d.decision, policy::Decision::kDeny);
     stockade::testing::expect_golden("policy", "deny_preset.txt",
-                                     denial_text(d, p.preset(), p.mode()));
+                                     denial_text(d, p.preset(), p.mode(), false));
 }
 
 TEST(PolicyGateTest, InCiAnAskIsADenyThatSaysWhy) {
@@ -61,11 +62,11 @@ TEST(PolicyGateTest, InCiAnAskIsADenyThatSaysWhy) {
     auto d = decide(p, "bash", {{"command", "npm install lodash"}});
     ASSERT_EQ(d.decision, policy::Decision::kDeny);
     stockade::testing::expect_golden("policy", "deny_ask_in_ci.txt",
-                                     denial_text(d, p.preset(), p.mode()));
+                                     denial_text(d, p.preset(), p.mode(), false));
     auto net = decide(p, "bash", {{"command", "git fetch origin"}});
     ASSERT_EQ(net.decision, policy::Decision::kDeny);
     stockade::testing::expect_golden("policy", "deny_network_in_ci.txt",
-                                     denial_text(net, p.preset(), p.mode()));
+                                     denial_text(net, p.preset(), p.mode(), false));
 }
 
 TEST(PolicyGateTest, AnAskWithoutElicitationAndADeclinedAsk) {
@@ -73,12 +74,36 @@ TEST(PolicyGateTest, AnAskWithoutElicitationAndADeclinedAsk) {
     auto d = decide(p, "bash", {{"command", "npm install lodash"}});
     ASSERT_EQ(d.decision, policy::Decision::kAsk);
     stockade::testing::expect_golden("policy", "ask_unavailable.txt",
-                                     ask_unavailable_text(d, p.preset()));
+                                     ask_unavailable_text(d, p.preset(), false));
     stockade::testing::expect_golden("policy", "declined.txt", declined_text(d, "decline"));
     stockade::testing::expect_golden("policy", "ask_cancelled.txt", declined_text(d, "cancel"));
     AskPrompt prompt = ask_prompt("bash", {{"command", "npm install lodash"}}, d, p.preset());
     stockade::testing::expect_golden("policy", "ask_prompt.txt",
                                      prompt.message + "\n" + prompt.schema.dump(2));
+}
+
+TEST(PolicyGateTest, ANetworkRuleIsNeverCalledEnoughWhenTheSandboxHasNoNetwork) {
+    const std::vector<policy::SettingsSource> sources = {policy::SettingsSource{
+        .layer = policy::Layer::kProject,
+        .origin = "/ws/.stockade/settings.json",
+        .text = R"json({"permissions": {"allow": ["network.access(pypi.org)"]}})json",
+        .base_dir = {}}};
+    auto p = policy::Policy::load(sources,
+                                  policy::PolicyOptions{.preset = policy::Preset::kWorkspaceWrite,
+                                                        .mode = policy::Mode::kCi,
+                                                        .workspace_root = "/ws",
+                                                        .home = "/home/u"});
+    ASSERT_TRUE(p.has_value()) << p.error().message;
+    auto allowed = decide(*p, "bash", {{"command", "pip install requests"}});
+    ASSERT_EQ(allowed.decision, policy::Decision::kAllow);
+    stockade::testing::expect_golden("policy", "network_note.txt", network_note(allowed, false));
+    EXPECT_EQ(network_note(allowed, true), "");
+    auto denied = decide(*p, "bash", {{"command", "git fetch origin"}});
+    ASSERT_EQ(denied.decision, policy::Decision::kDeny);
+    EXPECT_THAT(denial_text(denied, p->preset(), p->mode(), false),
+                HasSubstr("restarts Stockade with --network host"));
+    EXPECT_THAT(denial_text(denied, p->preset(), p->mode(), true),
+                Not(HasSubstr("--network host")));
 }
 
 TEST(PolicyGateTest, SuggestedRulesAndGrantKeys) {

@@ -1,3 +1,4 @@
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/unit/tools/fake_process_manager.h"
@@ -48,7 +49,7 @@ TEST_F(BashToolTest, SuccessRendersOutputAndTheStatusLine) {
     EXPECT_FALSE(req.interactive);
     EXPECT_FALSE(req.background);
     EXPECT_EQ(req.env, (std::vector<std::string>{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat",
-                                                 "GIT_TERMINAL_PROMPT=0"}));
+                                                 "GIT_TERMINAL_PROMPT=0", "PYTHONUNBUFFERED=1"}));
     EXPECT_EQ(req.call_id, "call1");
 
     const nlohmann::json& m = r.metadata;
@@ -77,6 +78,24 @@ TEST_F(BashToolTest, SuccessRendersOutputAndTheStatusLine) {
     EXPECT_EQ(h.pm.forgotten, (std::vector<std::string>{"fg-1"}));
     EXPECT_TRUE(h.pm.leftovers_stopped.empty());
     EXPECT_EQ(h.pm.process_count(), 0U);
+}
+
+TEST_F(BashToolTest, AWriteRefusedOnAProtectedPathIsExplained) {
+    const std::vector<ProtectedPath> protected_paths = {
+        {.path = "/work/proj/.git/config", .reason = "hooks could run outside the sandbox."},
+        {.path = "/work/proj/vendor", .reason = "a deny rule makes it read-only."}};
+    h.base.ctx.protected_paths = &protected_paths;
+    h.pm.scripts["git config user.name me"] = FakeScript{
+        .output = "error: could not write config file .git/config: Device or resource busy\n",
+        .exit_code = 255};
+    const ToolResult r = bash("git config user.name me");
+    EXPECT_THAT(r.content,
+                ::testing::EndsWith("\nNote: .git/config is protected in this sandbox: hooks could "
+                                    "run outside the sandbox."));
+    EXPECT_THAT(r.content, ::testing::Not(::testing::HasSubstr("vendor")));
+    // Naming a protected path is not enough: the output must show a write to it failing.
+    h.pm.scripts["cat .git/config"] = FakeScript{.output = "[core]\n\tbare = false\n"};
+    EXPECT_THAT(bash("cat .git/config").content, ::testing::Not(::testing::HasSubstr("Note:")));
 }
 
 TEST_F(BashToolTest, ShellSyntaxRunsThroughBash) {

@@ -46,7 +46,8 @@ TEST_F(ProcessToolTest, StartShowsTheFirstOutput) {
     EXPECT_TRUE(req.background);
     EXPECT_EQ(req.cwd, "");
     EXPECT_EQ(req.cwd_display, "/work/proj");
-    EXPECT_EQ(req.env, (std::vector<std::string>{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat"}));
+    EXPECT_EQ(req.env, (std::vector<std::string>{"TERM=dumb", "PAGER=cat", "GIT_PAGER=cat",
+                                                 "GIT_TERMINAL_PROMPT=0", "PYTHONUNBUFFERED=1"}));
 
     // What was shown counts as read.
     EXPECT_EQ(h.pm.proc("p1").cursor, h.pm.proc("p1").data.size());
@@ -326,7 +327,8 @@ TEST_F(ProcessToolTest, StopThatNeededSigkill) {
 TEST_F(ProcessToolTest, StopThatExitedWithItsOwnCode) {
     h.pm.add_background("node server.js", FakeScript{.stop_exit_code = 0});
     EXPECT_EQ(process({{"action", "stop"}, {"id", "p1"}}).content,
-              "Stopped p1 (node server.js) \u00b7 exit code 0 \u00b7 ran 00:03. Full log: "
+              "Stopped p1 (node server.js) \u00b7 exited with code 0 on SIGTERM \u00b7 ran 00:03. "
+              "Full log: "
               "/state/process-logs/s1/p1.log");
 }
 

@@ -35,6 +35,18 @@ TEST_F(WriteToolTest, NewFileIsCreatedWithItsParents) {
     EXPECT_EQ(h.events.last["sha256"], sha256_hex("a\nb\nc\n"));
 }
 
+TEST_F(WriteToolTest, AProtectedPathIsRefusedWithItsReason) {
+    const std::vector<ProtectedPath> protected_paths = {
+        {.path = "/work/proj/.git/hooks", .reason = "a hook would run outside the sandbox."}};
+    h.ctx.protected_paths = &protected_paths;
+    const ToolResult r = write("/work/proj/.git/hooks/pre-commit", "#!/bin/sh\n");
+    EXPECT_TRUE(r.is_error);
+    EXPECT_EQ(r.content,
+              "Cannot write /work/proj/.git/hooks/pre-commit: it is protected in this sandbox: a "
+              "hook would run outside the sandbox.");
+    EXPECT_FALSE(h.ws.exists(".git/hooks/pre-commit"));
+}
+
 TEST_F(WriteToolTest, NewFileThenWriteAgainNeedsNoRead) {
     ASSERT_FALSE(write("a.txt", "one\n").is_error);
     const ToolResult r = write("a.txt", "one\ntwo\n");
