@@ -1,7 +1,9 @@
 # Stockade — the two commands of the README's Quick start, and their parts.
-#   make run    install missing packages, build, start stockade on the current directory
-#   make test   install missing packages, build, run every test (ends with ctest's summary)
-#   make build  leaves build/stockade
+#   make run      install missing packages, build, start stockade on the current directory
+#                 (stdout carries only the MCP protocol: everything else goes to stderr)
+#   make test     install missing packages, build, run every test (ends with ctest's summary)
+#   make build    leaves build/stockade
+#   make install  puts stockade in $(PREFIX)/bin (PREFIX=/usr/local; DESTDIR for packaging)
 SHELL := /bin/bash
 BUILD_DIR ?= build
 FUZZ_DIR ?= build-fuzz
@@ -9,8 +11,10 @@ JOBS ?= $(shell nproc)
 BUILD_TYPE ?= RelWithDebInfo
 PACKAGES := $(shell sed -e 's/\#.*//' debian-packages.txt)
 DEPS_STAMP := $(BUILD_DIR)/.deps-installed
+PREFIX ?= /usr/local
 
-.PHONY: all deps e2e-deps build run test unit integration e2e fuzz-build bench format tidy clean
+.PHONY: all deps e2e-deps agents-deps build run install test unit integration e2e agents \
+        fuzz-build bench format tidy clean
 
 all: build
 
@@ -32,8 +36,14 @@ $(BUILD_DIR)/CMakeCache.txt: $(DEPS_STAMP) CMakeLists.txt
 build: deps $(BUILD_DIR)/CMakeCache.txt
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-run: build
-	$(BUILD_DIR)/stockade serve --workspace "$(CURDIR)"
+# An agent CLI may start `make run` as its MCP server: stdout is the protocol, so the install
+# and the build write to stderr, and make itself prints nothing there.
+run:
+	@$(MAKE) --no-print-directory build >&2
+	@exec $(BUILD_DIR)/stockade serve --workspace "$(CURDIR)"
+
+install: build
+	install -D -m 0755 $(BUILD_DIR)/stockade $(DESTDIR)$(PREFIX)/bin/stockade
 
 # Fuzz targets are built with clang-14's libFuzzer; their corpora replay under ctest in the
 # main build (which links the same targets with a replay main()).
@@ -50,7 +60,14 @@ e2e-deps: $(E2E_STAMP)
 $(E2E_STAMP): tests/e2e/package-lock.json $(DEPS_STAMP)
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
 
-test: build e2e-deps
+# The agents suite drives the real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode), from
+# the npm registry at the versions pinned in tests/agents/package-lock.json.
+AGENTS_STAMP := tests/agents/node_modules/.package-lock.json
+agents-deps: $(AGENTS_STAMP)
+$(AGENTS_STAMP): tests/agents/package-lock.json $(DEPS_STAMP)
+	cd tests/agents && npm ci --no-audit --no-fund --loglevel=error
+
+test: build e2e-deps agents-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 --no-tests=error
 
 unit: build
@@ -58,6 +75,9 @@ unit: build
 
 e2e: build e2e-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -L e2e --no-tests=error
+
+agents: build agents-deps
+	cd $(BUILD_DIR) && ctest --output-on-failure -L agents --no-tests=error
 
 integration: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L 'integration|security' --no-tests=error
