@@ -61,11 +61,19 @@ $(E2E_STAMP): tests/e2e/package-lock.json $(DEPS_STAMP)
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
 
 # The agents suite drives the real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode), from
-# the npm registry at the versions pinned in tests/agents/package-lock.json.
+# the npm registry at the versions pinned in tests/agents/package-lock.json. `npm install`, not
+# `npm ci`: the CLIs' native binaries are optional dependencies per platform, and a registry
+# that lacks some platform's package (as ours lacks OpenCode's macOS and Windows builds) makes
+# `npm ci` refuse the lock for missing entries, while `npm install` takes exactly the locked
+# versions. The lock must come out unchanged.
 AGENTS_STAMP := tests/agents/node_modules/.package-lock.json
 agents-deps: $(AGENTS_STAMP)
 $(AGENTS_STAMP): tests/agents/package-lock.json $(DEPS_STAMP)
-	cd tests/agents && npm ci --no-audit --no-fund --loglevel=error
+	cp tests/agents/package-lock.json $(BUILD_DIR)/agents-package-lock.json
+	cd tests/agents && npm install --no-audit --no-fund --loglevel=error
+	@cmp -s tests/agents/package-lock.json $(BUILD_DIR)/agents-package-lock.json || { \
+	    echo "make: npm changed tests/agents/package-lock.json: the pinned versions did not hold" >&2; \
+	    exit 1; }
 
 test: build e2e-deps agents-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 --no-tests=error
