@@ -252,6 +252,24 @@ TEST_F(ProcessTest, TheTruncationMarkersFileIsReadableInsideAndNothingElseOfTheS
         Not(HasSubstr("SessionStarted")));
 }
 
+TEST_F(ProcessTest, InCiModeTheSessionsOwnLoopbackIsReachableAndTheNetworkIsNot) {
+    workspace_.write_file("page.txt", "served from the session\n");
+    serve({"--mode", "ci", "--no-user-settings"});
+    EXPECT_THAT(
+        process({{"action", "start"}, {"command", "python3 -m http.server 8765 --bind 127.0.0.1"}}),
+        HasSubstr("Started p"));
+    // A server started with process is not "the network": curl to it runs, even in ci mode.
+    const std::string got = bash(
+        "for i in $(seq 50); do curl -sS http://127.0.0.1:8765/page.txt && break; sleep 0.2; done");
+    EXPECT_THAT(got, HasSubstr("served from the session"));
+    EXPECT_THAT(got, HasSubstr("[exit code 0"));
+    auto outside = serve_->call("bash", {{"command", "curl -sS https://example.com/"}});
+    EXPECT_TRUE(outside["result"].value("isError", false)) << outside.dump();
+    EXPECT_THAT(text_of(outside), HasSubstr("in ci mode the network is closed"));
+    EXPECT_THAT(text_of(outside), HasSubstr("--network host"));
+    EXPECT_THAT(process({{"action", "stop"}, {"id", "p1"}}), HasSubstr("Stopped p1"));
+}
+
 TEST_F(ProcessTest, ManyShortCommandsInARowAndAtOnce) {
     serve();
     for (int i = 0; i < 200; ++i) {
