@@ -22,6 +22,10 @@ class EventLog {
 public:
     // Opens (creating) the log for appending; sequence numbers continue after existing events.
     static Result<EventLog> open(const std::string& path, std::string session_id);
+    // The same for `name` beneath `dir_fd`, never through a symlink, and only a log the
+    // supervisor wrote (see read_supervisor_log). `shown` names it in errors.
+    static Result<EventLog> open_at(int dir_fd, const std::string& name, const std::string& shown,
+                                    std::string session_id);
 
     EventLog(EventLog&& other) noexcept;
     EventLog& operator=(EventLog&&) = delete;
@@ -39,6 +43,11 @@ public:
         size_t skipped = 0;
     };
     static Result<Replay> read_all(const std::string& path);
+    // read_all of `name` beneath `dir_fd` that refuses what the supervisor cannot have written
+    // alone: a symlink, anything but a regular file, a file of another user or that others may
+    // write (kPermissionDenied). A missing file is kNotFound.
+    static Result<Replay> read_supervisor_log(int dir_fd, const std::string& name,
+                                              const std::string& shown);
 
 private:
     EventLog(UniqueFd fd, std::string session_id, uint64_t next_seq)

@@ -283,11 +283,32 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
     if (!log_dir_made_.load(std::memory_order_acquire)) {
         // Readable by the sandbox user, which reads the logs through the read-only bind of
         // tool-output (as root, through "other" bits: root's files are unmapped in there).
-        if (auto made = make_dirs(config_.log_dir, 0755); !made) {
-            return std::move(made).error().wrap("create the process log directory");
+        std::lock_guard lock(mu_);
+        if (!log_dir_made_.load(std::memory_order_relaxed)) {
+            if (config_.log_parent_fd >= 0) {
+                const std::string name = config_.log_dir.substr(config_.log_dir.rfind('/') + 1);
+                if (::mkdirat(config_.log_parent_fd, name.c_str(), 0755) != 0 && errno != EEXIST) {
+                    return errno_error(fmt::format("create \"{}\"", config_.log_dir), errno);
+                }
+                log_dir_fd_ = UniqueFd(retry_eintr([&] {
+                    return ::openat(config_.log_parent_fd, name.c_str(),
+                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }));
+                if (!log_dir_fd_) {
+                    return errno_error(
+                        fmt::format("open \"{}\" (a symlink there is never followed)",
+                                    config_.log_dir),
+                        errno);
+                }
+                (void)::fchmod(log_dir_fd_.get(), 0755);  // whatever the umask
+            } else {
+                if (auto made = make_dirs(config_.log_dir, 0755); !made) {
+                    return std::move(made).error().wrap("create the process log directory");
+                }
+                (void)::chmod(config_.log_dir.c_str(), 0755);
+            }
+            log_dir_made_.store(true, std::memory_order_release);
         }
-        (void)::chmod(config_.log_dir.c_str(), 0755);  // whatever the umask
-        log_dir_made_.store(true, std::memory_order_release);
     }
     ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned,
                      spawner_.spawn(workspace::SpawnRequest{.argv = request.argv,
@@ -410,12 +431,20 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
     return info_locked(*p);
 }
 
+int ProcessManagerImpl::open_log_file(const Proc& p, int flags, mode_t mode) const {
+    flags |= O_CLOEXEC | O_NOFOLLOW;
+    return retry_eintr([&] {
+        if (log_dir_fd_) {
+            const std::string name = p.log_path.substr(p.log_path.rfind('/') + 1);
+            return ::openat(log_dir_fd_.get(), name.c_str(), flags, mode);
+        }
+        return ::open(p.log_path.c_str(), flags, mode);
+    });
+}
+
 void ProcessManagerImpl::open_log(Proc& p) {
     p.log_opened = true;
-    int fd = retry_eintr([&] {
-        return ::open(p.log_path.c_str(),
-                      O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-    });
+    int fd = open_log_file(p, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     if (fd < 0) {
         // Without a log the output still reaches the ring; the supervisor log says why.
         SPDLOG_LOGGER_WARN(log::get("process"), "cannot open {}: {}", p.log_path,
@@ -664,8 +693,7 @@ Result<tools::OutputSlice> ProcessManagerImpl::output(const std::string& id, uin
         p->ring.copy(from, static_cast<size_t>(want), slice.bytes);
     } else {
         want = std::min(want, p->log_written - from);
-        UniqueFd in(retry_eintr(
-            [&] { return ::open(p->log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); }));
+        UniqueFd in(open_log_file(*p, O_RDONLY));
         if (!in) {
             return errno_error(fmt::format("open the log \"{}\"", p->log_path), errno);
         }
@@ -693,8 +721,7 @@ Result<tools::OutputSlice> ProcessManagerImpl::output(const std::string& id, uin
         size_t j = static_cast<size_t>(it - p->sparse.begin()) - 1;
         before = j * kSparseLines;
         uint64_t at = p->sparse[j];
-        UniqueFd in(retry_eintr(
-            [&] { return ::open(p->log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); }));
+        UniqueFd in(open_log_file(*p, O_RDONLY));
         std::string buf(64 << 10, '\0');
         while (in && at < from) {
             size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), from - at));
@@ -727,8 +754,7 @@ Result<uint64_t> ProcessManagerImpl::line_start(const std::string& id, uint64_t 
     size_t j = static_cast<size_t>((line - 1) / kSparseLines);
     uint64_t at = p->sparse[j];
     uint64_t current = j * kSparseLines + 1;
-    UniqueFd in(retry_eintr(
-        [&] { return ::open(p->log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW); }));
+    UniqueFd in(open_log_file(*p, O_RDONLY));
     if (!in) {
         return errno_error(fmt::format("open the log \"{}\"", p->log_path), errno);
     }
@@ -887,7 +913,11 @@ Result<std::string> ProcessManagerImpl::adopt(const std::string& id) {
     std::string public_id = fmt::format("p{}", next_public_++);
     std::string new_log = fmt::format("{}/{}.log", config_.log_dir, public_id);
     // The descriptor keeps writing to the renamed file; a log not created yet gets the name.
-    if (!p->log_opened || ::rename(p->log_path.c_str(), new_log.c_str()) == 0) {
+    const bool renamed =
+        log_dir_fd_ ? ::renameat(log_dir_fd_.get(), fmt::format("{}.log", id).c_str(),
+                                 log_dir_fd_.get(), fmt::format("{}.log", public_id).c_str()) == 0
+                    : ::rename(p->log_path.c_str(), new_log.c_str()) == 0;
+    if (!p->log_opened || renamed) {
         p->log_path = new_log;
     }
     procs_.erase(id);

@@ -25,13 +25,18 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "tools/process_manager.h"
 #include "workspace/workspace.h"
 
 namespace stockade::runner {
 
 struct ProcessManagerConfig {
-    std::string log_dir{};  // created (0700) if missing; logs are 0644 so the sandbox can read
+    // Created (0755) when missing; logs are 0644 so the sandbox user can read them. With
+    // `log_parent_fd` (the directory that holds log_dir; it outlives the manager) the logs are
+    // opened beneath it by descriptor, never through a symlink; else by path (tests).
+    std::string log_dir{};
+    int log_parent_fd = -1;
     // Per process: output past it is counted and kept in the ring, but not written to the log.
     uint64_t log_cap_bytes = uint64_t{8} << 30;
     size_t ring_bytes = size_t{2} << 20;
@@ -103,6 +108,9 @@ private:
                      Pred done);
     // Preconditions: mu_ held, or `p` not yet shared.
     void open_log(Proc& p);
+    // The log of `p` opened with `flags` (| O_CLOEXEC | O_NOFOLLOW), beneath log_dir_fd_ when
+    // there is one. -1 with errno on failure.
+    int open_log_file(const Proc& p, int flags, mode_t mode = 0) const;
     // Called on the reader thread.
     void on_output(Proc& p, const char* data, size_t n);
     void on_output_closed(Proc& p);
@@ -115,6 +123,7 @@ private:
     ProcessEventFn events_;
 
     std::atomic<bool> log_dir_made_{false};
+    UniqueFd log_dir_fd_;  // set once, before log_dir_made_ (with config_.log_parent_fd)
     std::mutex mu_;
     std::condition_variable_any changed_;  // output arrived, a process ended, stop requested
     std::map<std::string, std::shared_ptr<Proc>> procs_;  // guarded by mu_

@@ -70,14 +70,16 @@ std::vector<tools::ProtectedPath> protected_paths(const RunOptions& sandbox,
 // Spilled outputs: <session>/tool-output/<tool>-<call>.txt, read-only inside the sandbox.
 class Session::Spill final : public tools::SpillStore {
 public:
-    explicit Spill(std::string dir) : dir_(std::move(dir)) {}
+    // `dir_fd`: the tool-output directory, which outlives the store (SessionPaths).
+    Spill(std::string dir, int dir_fd) : dir_(std::move(dir)), dir_fd_(dir_fd) {}
     Result<std::string> spill(std::string_view tool, std::string_view call_id,
                               std::string_view content) override {
-        std::string path =
-            fmt::format("{}/{}-{}.txt", dir_, tool, sanitize_call_id(std::string(call_id)));
+        const std::string name =
+            fmt::format("{}-{}.txt", tool, sanitize_call_id(std::string(call_id)));
+        std::string path = fmt::format("{}/{}", dir_, name);
         int fd = retry_eintr([&] {
-            return ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-                          0644);
+            return ::openat(dir_fd_, name.c_str(),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         });
         if (fd < 0) {
             return errno_error(fmt::format("spill \"{}\"", path), errno);
@@ -90,6 +92,7 @@ public:
 
 private:
     std::string dir_;
+    int dir_fd_;
 };
 
 class Session::Events final : public tools::ToolEvents {
@@ -140,26 +143,6 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     for (const auto& warning : policy_warnings) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy: {}", warning);
     }
-    std::string state = config.state_dir.empty() ? default_state_dir() : config.state_dir;
-    std::string id = config.resume.empty() ? new_session_id() : config.resume;
-    if (!config.resume.empty() &&
-        !path_exists(fmt::format("{}/sessions/{}/events.jsonl", state, config.resume))) {
-        return Error{Errc::kNotFound,
-                     fmt::format("no session \"{}\" in \"{}\": check the id (stockade log lists "
-                                 "them) or the --state-dir",
-                                 config.resume, state)};
-    }
-    ASSIGN_OR_RETURN(session->paths_, open_session_dir(state, id));
-    prune_tool_outputs(state, id, config.spill_cap_bytes);
-    ASSIGN_OR_RETURN(EventLog log, EventLog::open(session->paths_.events, id));
-    session->log_ = std::make_unique<EventLog>(std::move(log));
-    session->spill_ = std::make_unique<Spill>(session->paths_.tool_output);
-    session->events_ = std::make_unique<Events>(*session->log_);
-    session->tools_ = tools::make_file_tools();
-    for (auto& tool : tools::make_process_tools()) {
-        session->tools_.push_back(std::move(tool));
-    }
-    EventLog* raw_log = session->log_.get();
     // Deny rules on paths become masks and read-only mounts in the worker's view, so that
     // they hold for whatever a command does; network.access decides the network namespace.
     RunOptions sandbox = config.sandbox;
@@ -187,6 +170,41 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     session->network_ = sandbox.network;
     session->sandbox_ = sandbox;
     session->protected_ = protected_paths(sandbox, session->workspace_);
+
+    // The supervisor's own records stay out of the sandbox's reach: a state directory the
+    // workspace or a bind overlaps is refused, and every file in it is opened by descriptor.
+    ASSIGN_OR_RETURN(
+        std::string state,
+        resolve_state_dir(config.state_dir.empty() ? default_state_dir() : config.state_dir));
+    std::vector<std::string> binds;
+    for (const auto* list : {&sandbox.ro, &sandbox.rw}) {
+        for (const std::string& bind : *list) {
+            char real[PATH_MAX];
+            binds.emplace_back(::realpath(bind.c_str(), real) != nullptr ? real : bind);
+        }
+    }
+    RETURN_IF_ERROR(check_state_dir_apart(state, session->workspace_, binds));
+    std::string id = config.resume.empty() ? new_session_id() : config.resume;
+    if (!config.resume.empty() &&
+        !path_exists(fmt::format("{}/sessions/{}/events.jsonl", state, config.resume))) {
+        return Error{Errc::kNotFound,
+                     fmt::format("no session \"{}\" in \"{}\": check the id (stockade log lists "
+                                 "them) or the --state-dir",
+                                 config.resume, state)};
+    }
+    ASSIGN_OR_RETURN(session->paths_, open_session_dir(state, id));
+    prune_tool_outputs(state, id, config.spill_cap_bytes);
+    ASSIGN_OR_RETURN(EventLog log, EventLog::open_at(session->paths_.dir_fd.get(), "events.jsonl",
+                                                     session->paths_.events, id));
+    session->log_ = std::make_unique<EventLog>(std::move(log));
+    session->spill_ =
+        std::make_unique<Spill>(session->paths_.tool_output, session->paths_.tool_output_fd.get());
+    session->events_ = std::make_unique<Events>(*session->log_);
+    session->tools_ = tools::make_file_tools();
+    for (auto& tool : tools::make_process_tools()) {
+        session->tools_.push_back(std::move(tool));
+    }
+    EventLog* raw_log = session->log_.get();
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
                                                      .spill_dir = session->paths_.tool_output,
@@ -213,6 +231,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,
         ProcessManagerConfig{.log_dir = session->paths_.tool_output + "/process-logs",
+                             .log_parent_fd = session->paths_.tool_output_fd.get(),
                              .log_cap_bytes = config.process_log_cap_bytes,
                              .first_id = next_process},
         [raw_log](std::string_view type, nlohmann::json fields) {
@@ -241,7 +260,7 @@ Status Session::start_worker() {
 }
 
 size_t Session::replay_stamps(int& next_process) {
-    auto replay = EventLog::read_all(paths_.events);
+    auto replay = EventLog::read_supervisor_log(paths_.dir_fd.get(), "events.jsonl", paths_.events);
     if (!replay) {
         return 0;
     }

@@ -1,5 +1,8 @@
 #include "runner/state_dir.h"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -55,6 +58,77 @@ bool valid_session_id(const std::string& id) {
     });
 }
 
+Result<std::string> resolve_state_dir(const std::string& state_dir) {
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(state_dir, ec);
+    if (ec) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("state directory \"{}\": {}", state_dir, ec.message())};
+    }
+    RETURN_IF_ERROR(make_dirs(absolute.string(), 0700));
+    char real[PATH_MAX];
+    if (::realpath(absolute.c_str(), real) == nullptr) {
+        return errno_error(fmt::format("resolve the state directory \"{}\"", absolute.string()),
+                           errno);
+    }
+    return std::string(real);
+}
+
+Status check_state_dir_apart(const std::string& state_dir, const std::string& workspace,
+                             const std::vector<std::string>& binds) {
+    auto within = [](const std::string& path, const std::string& dir) {
+        return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                               (dir == "/" || path[dir.size()] == '/'));
+    };
+    std::vector<std::pair<std::string, std::string>> places = {{"the workspace", workspace}};
+    for (const std::string& bind : binds) {
+        places.emplace_back("the bind", bind);
+    }
+    for (const auto& [what, path] : places) {
+        if (within(state_dir, path) || within(path, state_dir)) {
+            return Error{
+                Errc::kInvalidArgument,
+                fmt::format("the state directory \"{}\" {} {} \"{}\": a command in the "
+                            "sandbox could then change the session's records, which the "
+                            "supervisor writes and replays. Pass --state-dir (or set "
+                            "STOCKADE_STATE_DIR) to a directory outside it",
+                            state_dir, within(state_dir, path) ? "lies inside" : "contains", what,
+                            path)};
+        }
+    }
+    return {};
+}
+
+namespace {
+
+// Opens (creating with `mode` when missing) directory `name` beneath `parent`, never through a
+// symlink; the mode is set whatever the umask.
+Result<UniqueFd> open_state_subdir(int parent, const std::string& name, mode_t mode,
+                                   const std::string& shown) {
+    if (::mkdirat(parent, name.c_str(), mode) != 0 && errno != EEXIST) {
+        return errno_error(fmt::format("create \"{}\"", shown), errno);
+    }
+    const int fd = retry_eintr([&] {
+        return ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    });
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ELOOP || err == ENOTDIR) {
+            return Error{Errc::kPermissionDenied,
+                         fmt::format("\"{}\" is not a directory of the state directory (a "
+                                     "symlink or a file there is never followed): remove it",
+                                     shown),
+                         err};
+        }
+        return errno_error(fmt::format("open \"{}\"", shown), err);
+    }
+    UniqueFd owned(fd);
+    (void)::fchmod(fd, mode);
+    return owned;
+}
+
+}  // namespace
+
 Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::string& id) {
     if (!valid_session_id(id)) {
         return Error{
@@ -66,13 +140,15 @@ Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::s
     paths.dir = fmt::format("{}/sessions/{}", state_dir, id);
     paths.events = paths.dir + "/events.jsonl";
     paths.tool_output = paths.dir + "/tool-output";
-    RETURN_IF_ERROR(make_dirs(paths.tool_output, 0700));
-    // The sandbox user reads spilled output through a read-only bind: let it traverse.
-    for (const std::string& dir :
-         {state_dir, state_dir + "/sessions", paths.dir, paths.tool_output}) {
-        (void)::chmod(dir.c_str(), 0711);
-    }
-    (void)::chmod(paths.tool_output.c_str(), 0755);
+    ASSIGN_OR_RETURN(UniqueFd root, open_path(state_dir, O_RDONLY | O_DIRECTORY));
+    // The sandbox user reads spilled output through a read-only bind; at isolation levels
+    // without a mount namespace it reaches it by the host path, so it must traverse.
+    (void)::fchmod(root.get(), 0711);
+    ASSIGN_OR_RETURN(UniqueFd sessions,
+                     open_state_subdir(root.get(), "sessions", 0711, state_dir + "/sessions"));
+    ASSIGN_OR_RETURN(paths.dir_fd, open_state_subdir(sessions.get(), id, 0711, paths.dir));
+    ASSIGN_OR_RETURN(paths.tool_output_fd,
+                     open_state_subdir(paths.dir_fd.get(), "tool-output", 0755, paths.tool_output));
     return paths;
 }
 

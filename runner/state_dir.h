@@ -4,19 +4,25 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace stockade::runner {
 
 // The state directory from the environment (not created).
 std::string default_state_dir();
 
+// A session's place in the state directory: the paths, for messages and for the sandbox's bind,
+// and descriptors of the two directories, through which the supervisor opens every file there.
 struct SessionPaths {
     std::string id{};
-    std::string dir{};          // <state>/sessions/<id>
+    std::string dir{};          // <state>/sessions/<id>, absolute and without symlinks
     std::string events{};       // <dir>/events.jsonl
     std::string tool_output{};  // <dir>/tool-output (mounted read-only in the sandbox)
+    UniqueFd dir_fd{};          // of `dir`
+    UniqueFd tool_output_fd{};  // of `tool_output`
 };
 
 // A new session id: "s-" + 12 random hex digits.
@@ -24,7 +30,20 @@ std::string new_session_id();
 // Checks an id given by the user (--resume): [A-Za-z0-9_-]{1,64}.
 bool valid_session_id(const std::string& id);
 
-// Creates the session's directories (0700).
+// The state directory as an absolute path without symlinks, created (0700) when missing; a
+// relative `state_dir` is taken from the current directory.
+Result<std::string> resolve_state_dir(const std::string& state_dir);
+
+// Refuses a state directory that overlaps the workspace or a path bound into the sandbox, in
+// either direction: a command there could then rewrite what the supervisor writes and replays.
+// All paths absolute and real (resolve_state_dir, realpath).
+Status check_state_dir_apart(const std::string& state_dir, const std::string& workspace,
+                             const std::vector<std::string>& binds);
+
+// Creates and opens the session's directories beneath `state_dir` (resolve_state_dir's): each
+// component is opened with O_NOFOLLOW, so a symlink anywhere beneath the state directory is an
+// error rather than a redirection. sessions/ and <id>/ are 0711 (the sandbox user traverses
+// them at isolation levels without a mount namespace), tool-output/ 0755.
 Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::string& id);
 
 // Keeps the spilled outputs of all sessions under `cap_bytes`, deleting the tool-output of the

@@ -84,6 +84,28 @@ TEST_F(ServeTest, NothingButProtocolReachesStdout) {
     EXPECT_THAT(r.err, Not(HasSubstr("stockade serve: session"))) << r.err;
 }
 
+TEST_F(ServeTest, AStateDirectoryTheSandboxCouldReachIsRefused) {
+    // Inside the workspace, a command could rename the session's directory and put a symlink
+    // where the supervisor writes (as root): refused before anything is created there.
+    for (const std::string& state : {workspace_.sub(".stockade"), workspace_.path()}) {
+        RunResult r =
+            run_stockade({"serve", "--workspace", workspace_.path(), "--state-dir", state});
+        EXPECT_EQ(r.exit_code, 2) << r.describe();
+        EXPECT_THAT(r.err, HasSubstr("the state directory"));
+        EXPECT_THAT(r.err, HasSubstr("--state-dir")) << r.describe();
+        EXPECT_FALSE(std::filesystem::exists(state + "/sessions"));
+    }
+    // A relative one is taken from the current directory, and works.
+    RunConfig config;
+    config.cwd = state_.path();
+    config.stdin_data = "";
+    RunResult ok = run_stockade({"call", "--workspace", workspace_.path(), "--state-dir", "rel",
+                                 "glob", R"({"pattern":"*"})"},
+                                config);
+    EXPECT_EQ(ok.exit_code, 0) << ok.describe();
+    EXPECT_TRUE(std::filesystem::is_directory(state_.sub("rel/sessions")));
+}
+
 TEST_F(ServeTest, TheWorkerRefusesASymlinkOutOfTheWorkspace) {
     TempDir outside{"stockade-serve-outside"};
     std::string secret = outside.write_file("secret.txt", "host secret\n");

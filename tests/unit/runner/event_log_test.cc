@@ -1,6 +1,8 @@
 #include "runner/event_log.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -8,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/unique_fd.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
 
@@ -87,6 +90,38 @@ TEST_F(EventLogTest, ValuesThatAreNotUtf8DoNotLoseTheEvent) {
     auto replay = EventLog::read_all(path_);
     ASSERT_TRUE(replay);
     ASSERT_EQ(replay->events.size(), 1U);
+}
+
+TEST_F(EventLogTest, OnlyALogTheSupervisorWroteIsReplayed) {
+    {
+        auto log = EventLog::open(path_, "s-1");
+        ASSERT_TRUE(log);
+        log->append("SessionStarted", nlohmann::json::object(), true);
+    }
+    UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir);
+    auto mine = EventLog::read_supervisor_log(dir.get(), "events.jsonl", path_);
+    ASSERT_TRUE(mine) << mine.error().message;
+    EXPECT_EQ(mine->events.size(), 1U);
+    // Writable by others: someone else may have written it.
+    ASSERT_EQ(::chmod(path_.c_str(), 0666), 0);
+    EXPECT_THAT(EventLog::read_supervisor_log(dir.get(), "events.jsonl", path_),
+                testing::HasErrc(Errc::kPermissionDenied));
+    EXPECT_THAT(EventLog::open_at(dir.get(), "events.jsonl", path_, "s-1"),
+                testing::HasErrc(Errc::kPermissionDenied));
+    ASSERT_EQ(::chmod(path_.c_str(), 0600), 0);
+    // A symlink in its place is never followed.
+    ASSERT_EQ(::rename(path_.c_str(), (dir_ + "/real.jsonl").c_str()), 0);
+    ASSERT_EQ(::symlink("real.jsonl", path_.c_str()), 0);
+    EXPECT_THAT(EventLog::read_supervisor_log(dir.get(), "events.jsonl", path_),
+                testing::HasErrc(Errc::kPermissionDenied));
+    EXPECT_THAT(EventLog::open_at(dir.get(), "events.jsonl", path_, "s-1"),
+                testing::HasErrc(Errc::kPermissionDenied));
+    ASSERT_EQ(::unlink(path_.c_str()), 0);
+    EXPECT_THAT(EventLog::read_supervisor_log(dir.get(), "events.jsonl", path_),
+                testing::HasErrc(Errc::kNotFound));
+    auto fresh = EventLog::open_at(dir.get(), "events.jsonl", path_, "s-1");
+    EXPECT_TRUE(fresh) << fresh.error().message;
 }
 
 }  // namespace

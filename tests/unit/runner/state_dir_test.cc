@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -63,6 +65,52 @@ TEST_F(StateDirFiles, PruningDeletesTheOldestSessionsOutputFirstButNeverTheCurre
     EXPECT_TRUE(fs::is_empty(oldest));
     EXPECT_FALSE(fs::is_empty(middle));
     EXPECT_FALSE(fs::is_empty(current)) << "the running session's output is never pruned";
+}
+
+TEST(StateDirTest, TheStateDirectoryMustLieApartFromTheWorkspaceAndEveryBind) {
+    EXPECT_TRUE(
+        check_state_dir_apart("/home/u/.local/state/stockade", "/home/u/proj", {"/opt/sdk"}));
+    for (const auto& [state, workspace] : std::vector<std::pair<std::string, std::string>>{
+             {"/home/u/proj/.stockade", "/home/u/proj"},    // inside the workspace
+             {"/home/u/.local/state/stockade", "/home/u"},  // a workspace of ~
+             {"/home/u/proj", "/home/u/proj"}}) {
+        auto apart = check_state_dir_apart(state, workspace, {});
+        ASSERT_THAT(apart, HasErrc(Errc::kInvalidArgument)) << state;
+        EXPECT_NE(apart.error().message.find(state), std::string::npos);
+        EXPECT_NE(apart.error().message.find(workspace), std::string::npos);
+        EXPECT_NE(apart.error().message.find("--state-dir"), std::string::npos);
+    }
+    EXPECT_THAT(check_state_dir_apart("/var/lib/st", "/w", {"/var/lib"}),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(check_state_dir_apart("/var/lib/st", "/w", {"/var/lib/st/sessions/other"}),
+                HasErrc(Errc::kInvalidArgument));
+    // A shared prefix is not an overlap.
+    EXPECT_TRUE(check_state_dir_apart("/home/u/proj-state", "/home/u/proj", {}));
+}
+
+TEST_F(StateDirFiles, ARelativeStateDirectoryIsResolvedAndCreated) {
+    const fs::path cwd = fs::current_path();
+    fs::current_path(dir_);
+    auto resolved = resolve_state_dir("rel/state");
+    fs::current_path(cwd);
+    ASSERT_TRUE(resolved) << resolved.error().message;
+    EXPECT_EQ(*resolved, fs::canonical(dir_).string() + "/rel/state");
+    EXPECT_TRUE(fs::is_directory(*resolved));
+}
+
+TEST_F(StateDirFiles, ASymlinkBeneathTheStateDirectoryIsNeverFollowed) {
+    const std::string elsewhere = dir_ + "/elsewhere";
+    fs::create_directories(elsewhere);
+    fs::create_directories(dir_ + "/state/sessions");
+    fs::create_symlink(elsewhere, dir_ + "/state/sessions/s-abc");
+    auto paths = open_session_dir(dir_ + "/state", "s-abc");
+    ASSERT_THAT(paths, HasErrc(Errc::kPermissionDenied));
+    EXPECT_NE(paths.error().message.find("never followed"), std::string::npos);
+    EXPECT_TRUE(fs::is_empty(elsewhere)) << "nothing was created through the link";
+    fs::remove(dir_ + "/state/sessions/s-abc");
+    fs::create_directories(dir_ + "/state/sessions/s-abc");
+    fs::create_symlink(elsewhere, dir_ + "/state/sessions/s-abc/tool-output");
+    EXPECT_THAT(open_session_dir(dir_ + "/state", "s-abc"), HasErrc(Errc::kPermissionDenied));
 }
 
 }  // namespace
