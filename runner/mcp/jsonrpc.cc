@@ -25,6 +25,66 @@ DecodeFailure failure(ErrorCode code, std::string message, json id = nullptr) {
     return DecodeFailure{.code = code, .message = std::move(message), .id = std::move(id)};
 }
 
+// Reads the top-level "id" of a well-formed message the DOM parser gave up on (a number beyond
+// a double's range), for as far as the text is read: the reply then goes to that id. Nothing
+// else of the message is kept.
+class IdFinder final : public json::json_sax_t {
+public:
+    json id = nullptr;
+
+    bool null() override { return value(nullptr); }
+    bool boolean(bool v) override { return value(v); }
+    bool number_integer(number_integer_t v) override { return value(v); }
+    bool number_unsigned(number_unsigned_t v) override { return value(v); }
+    bool number_float(number_float_t /*v*/, const string_t& /*s*/) override {
+        return value(nullptr);  // a fractional id is no id
+    }
+    bool string(string_t& v) override { return value(v); }
+    bool binary(binary_t& /*v*/) override { return value(nullptr); }
+    bool start_object(std::size_t /*n*/) override { return enter(); }
+    bool end_object() override { return leave(); }
+    bool start_array(std::size_t /*n*/) override { return enter(); }
+    bool end_array() override { return leave(); }
+    bool key(string_t& k) override {
+        id_next_ = depth_ == 1 && k == "id";
+        return true;
+    }
+    bool parse_error(std::size_t /*at*/, const std::string& /*token*/,
+                     const nlohmann::detail::exception& /*e*/) override {
+        return false;
+    }
+
+private:
+    bool value(json v) {
+        if (id_next_ && depth_ == 1) {
+            id = is_valid_id(v) ? std::move(v) : json(nullptr);
+        }
+        id_next_ = false;
+        return true;
+    }
+    bool enter() {
+        id_next_ = false;
+        ++depth_;
+        return true;
+    }
+    bool leave() {
+        --depth_;
+        return true;
+    }
+    int depth_ = 0;
+    bool id_next_ = false;
+};
+
+json readable_id(std::string_view text) {
+    IdFinder finder;
+    try {
+        (void)json::sax_parse(text.begin(), text.end(), &finder);
+    } catch (const std::exception&) {
+        // What was read before the failure stands.
+    }
+    return finder.id;
+}
+
 Decoded decode_object(json& doc) {
     json id = nullptr;
     auto id_it = doc.find("id");
@@ -104,6 +164,11 @@ Decoded decode(std::string_view text) noexcept {
         return decode_object(doc);
     } catch (const json::parse_error& e) {
         return failure(ErrorCode::kParseError, "Parse error: " + parse_error_detail(e));
+    } catch (const json::out_of_range& e) {
+        // "number overflow parsing '1e999'": well-formed JSON with a number we cannot hold.
+        // Unlike a syntax error, the id before it is certain: the reply goes to it.
+        return failure(ErrorCode::kParseError, "Parse error: " + parse_error_detail(e),
+                       readable_id(text));
     } catch (const std::exception& e) {
         return failure(ErrorCode::kInternalError, std::string("Internal error: ") + e.what());
     }

@@ -229,6 +229,7 @@ private:
         std::string key;  // jsonrpc::id_key(id)
         std::string name;
         json arguments;
+        std::size_t bytes = 0;  // the request's size as it arrived (pending_bytes_)
         RequestProtocol protocol;
         std::vector<std::string> known_tools;  // the names `name` was checked against
         std::stop_source stop;
@@ -324,7 +325,7 @@ private:
         auto& message = std::get<jsonrpc::Message>(decoded);
         if (auto* request = std::get_if<jsonrpc::Request>(&message)) {
             try {
-                handle_request(*request);
+                handle_request(*request, line.text.size());
             } catch (const std::exception& e) {
                 SPDLOG_LOGGER_ERROR(logger(), "mcp request failed method={} what={}",
                                     request->method, e.what());
@@ -366,7 +367,8 @@ private:
                            id.substr(0, 64));
     }
 
-    void handle_request(jsonrpc::Request& request) {
+    // `bytes`: the size of the request as it arrived, for the bound on what waits in memory.
+    void handle_request(jsonrpc::Request& request, std::size_t bytes) {
         const std::string& method = request.method;
         SPDLOG_LOGGER_DEBUG(logger(), "mcp request method={} id={}", method,
                             jsonrpc::id_text(request.id));
@@ -394,7 +396,7 @@ private:
             return;
         }
         if (method == "tools/call") {
-            handle_call(request, std::move(protocol));
+            handle_call(request, std::move(protocol), bytes);
         } else if (method == "tools/list") {
             handle_list(request, protocol);
         } else if (method == "server/discover") {
@@ -487,7 +489,7 @@ private:
         send_result(request.id, std::move(result), protocol);
     }
 
-    void handle_call(const jsonrpc::Request& request, RequestProtocol protocol) {
+    void handle_call(const jsonrpc::Request& request, RequestProtocol protocol, std::size_t bytes) {
         const json& params = request.params;
         auto name = params.is_object() ? params.find("name") : json::const_iterator();
         if (!params.is_object() || name == params.end() || !name->is_string()) {
@@ -556,6 +558,7 @@ private:
         call->known_tools = std::move(known);
         call->input_responses = std::move(input_responses);
         call->carried_answers = std::move(carried_answers);
+        call->bytes = bytes;
         {
             std::lock_guard lock(calls_mu_);
             if (calls_.contains(call->key)) {
@@ -563,15 +566,19 @@ private:
                            "request id " + call->key + " is already used by a call in progress");
                 return;
             }
-            if (calls_.size() >= options_.max_pending_calls) {
-                SPDLOG_LOGGER_WARN(logger(), "mcp call refused: pool full call={} pending={}",
-                                   jsonrpc::id_text(request.id), calls_.size());
+            if (calls_.size() >= options_.max_pending_calls ||
+                pending_bytes_ + bytes > options_.max_pending_bytes) {
+                SPDLOG_LOGGER_WARN(logger(),
+                                   "mcp call refused: pool full call={} pending={} bytes={}",
+                                   jsonrpc::id_text(request.id), calls_.size(), pending_bytes_);
                 send_call_result(
                     *call,
                     ToolCallResult{
                         .text = "Stockade already has " + std::to_string(calls_.size()) +
-                                " tool calls running or waiting. Wait for some of them to finish, "
-                                "then retry this call.",
+                                " tool calls running or waiting (" +
+                                std::to_string(pending_bytes_ >> 20) +
+                                " MiB of arguments). Wait for some of them to finish, then retry "
+                                "this call.",
                         .is_error = true,
                         .meta = nullptr,
                         .structured = nullptr,
@@ -579,6 +586,7 @@ private:
                 return;
             }
             calls_.emplace(call->key, call);
+            pending_bytes_ += call->bytes;
             queue_.push_back(call);
         }
         calls_cv_.notify_one();
@@ -650,6 +658,7 @@ private:
             run_call(call);
             std::lock_guard lock(calls_mu_);
             calls_.erase(call->key);
+            pending_bytes_ -= call->bytes;
         }
     }
 
@@ -1075,6 +1084,7 @@ private:
     std::condition_variable calls_cv_;
     std::unordered_map<std::string, std::shared_ptr<Call>> calls_;  // queued + running
     std::deque<std::shared_ptr<Call>> queue_;                       // waiting for a worker
+    std::size_t pending_bytes_ = 0;  // guarded by calls_mu_: Call::bytes of calls_
     bool shutting_down_ = false;
     std::atomic<bool> closing_{false};  // shutdown() began: no more replies to calls
     std::vector<std::thread> workers_;

@@ -33,6 +33,9 @@ struct ServerOptions {
     std::size_t max_message_bytes = std::size_t{8} << 20;
     std::size_t max_concurrent_calls = 8;  // tools/call running at once; later ones wait
     std::size_t max_pending_calls = 256;   // running + waiting; past it a call fails (isError)
+    // The requests of the calls running and waiting, as they arrived: past it a call fails
+    // (isError), so that waiting calls cannot hold an unbounded amount of memory.
+    std::size_t max_pending_bytes = std::size_t{64} << 20;
     // ttlMs of 2026-07-28 cacheable results (tools/list, server/discover).
     std::chrono::milliseconds cache_ttl{0};
 };

@@ -1,6 +1,7 @@
 #include <string>
 #include <variant>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "runner/mcp/jsonrpc.h"
@@ -154,6 +155,22 @@ TEST(JsonRpcIdTest, TextAndKeyForms) {
     EXPECT_NE(id_key(json("42")), id_key(json(42)));
     EXPECT_TRUE(is_valid_id(json(18446744073709551615ULL)));
     EXPECT_FALSE(is_valid_id(json(nullptr)));
+}
+
+TEST(JsonRpcDecodeTest, ANumberBeyondADoublesRangeIsAParseErrorAnsweredToItsId) {
+    const auto decoded =
+        decode(R"({"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"x":1e999}})");
+    const auto* failure = std::get_if<DecodeFailure>(&decoded);
+    ASSERT_NE(failure, nullptr);
+    EXPECT_EQ(failure->code, ErrorCode::kParseError);
+    EXPECT_EQ(failure->id, 42);
+    EXPECT_THAT(failure->message, ::testing::HasSubstr("number overflow"));
+    const auto named = decode(R"({"id":"a","jsonrpc":"2.0","method":"m","params":{"x":-1e400}})");
+    EXPECT_EQ(std::get<DecodeFailure>(named).id, "a");
+    // An id after the bad number is not reached; a syntax error never guesses one.
+    EXPECT_TRUE(std::get<DecodeFailure>(decode(R"({"params":{"x":1e999},"id":7})")).id.is_null());
+    EXPECT_TRUE(
+        std::get<DecodeFailure>(decode(R"({"jsonrpc":"2.0","id":5,"method":)")).id.is_null());
 }
 
 }  // namespace

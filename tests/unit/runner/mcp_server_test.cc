@@ -573,6 +573,16 @@ TEST_F(McpServerTest, MalformedJsonGetsParseErrorThenTheNextRequestIsAnswered) {
     EXPECT_EQ(next(), json({{"jsonrpc", "2.0"}, {"id", 3}, {"result", json::object()}}));
 }
 
+TEST_F(McpServerTest, ANumberTooLargeToHoldIsAParseErrorAnsweredToTheRequestsId) {
+    start();
+    send_raw(
+        R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"n":1e999}}})"
+        "\n");
+    json reply = next();
+    EXPECT_EQ(reply["id"], 5) << reply;
+    EXPECT_EQ(reply["error"]["code"], -32700);
+}
+
 TEST_F(McpServerTest, OversizedLineIsRejectedAndTheNextRequestIsAnswered) {
     start();
     std::string big =
@@ -644,6 +654,28 @@ TEST_F(McpServerTest, CallPastThePendingLimitIsAToolError) {
     ASSERT_EQ(host_.wait_started(1).size(), 1U);
     json reply = call(2, "echo", {{"text", "x"}});
     EXPECT_EQ(reply["result"]["isError"], true);
+}
+
+TEST_F(McpServerTest, CallsPastThePendingBytesAreAToolErrorAndTheBoundFreesUp) {
+    ServerOptions options;
+    options.max_concurrent_calls = 1;
+    options.max_pending_bytes = 64 << 10;
+    start(options);
+    initialize();
+    request(1, "tools/call", {{"name", "block"}});
+    ASSERT_EQ(host_.wait_started(1).size(), 1U);
+    const std::string big(40 << 10, 'x');
+    request(2, "tools/call", {{"name", "echo"}, {"arguments", {{"text", big}}}});  // waits
+    json refused = call(3, "echo", {{"text", big}});
+    EXPECT_EQ(refused["result"]["isError"], true);
+    EXPECT_THAT(refused["result"]["content"][0]["text"].get<std::string>(),
+                ::testing::HasSubstr("MiB of arguments"));
+    notify("notifications/cancelled", {{"requestId", 1}});
+    json echoed = next();
+    EXPECT_EQ(echoed["id"], 2);
+    EXPECT_EQ(echoed["result"]["isError"], false);
+    // Once they are answered, the same size fits again.
+    EXPECT_EQ(call(4, "echo", {{"text", big}})["result"]["isError"], false);
 }
 
 TEST_F(McpServerTest, ReusedIdOfACallInProgressIsInvalidRequest) {
