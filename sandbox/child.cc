@@ -43,6 +43,8 @@ const char* child_step_name(ChildStep step) noexcept {
             return "make the sandbox's init non-dumpable";
         case ChildStep::kCgroupNamespace:
             return "enter a new cgroup namespace";
+        case ChildStep::kUserNamespaceLimits:
+            return "set the user namespace's limits";
         case ChildStep::kDropGroups:
             return "drop supplementary groups";
         case ChildStep::kMountPrivate:
@@ -810,6 +812,24 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
     // Now inside its cgroup leaf (moved there before "go"): make it the namespace's root.
     if (plan.new_user_ns && ::unshare(CLONE_NEWCGROUP) != 0) {
         fail(plan, ChildStep::kCgroupNamespace, errno);
+    }
+    // The kernel counts inotify instances and watches, and namespaces, per user of each user
+    // namespace and again for the namespace's owner above it: this namespace's own limits keep
+    // what the sandbox can take of its owner's bounded. /proc is still the host's here, and a
+    // user sysctl always reads and writes the caller's own namespace. A kernel without one of
+    // them (ENOENT) has nothing to bound.
+    for (size_t i = 0; plan.new_user_ns && i < plan.userns_limits.size(); ++i) {
+        const UserNamespaceLimit& limit = plan.userns_limits[i];
+        // SAFETY: open/write/close on strings prepared by the supervisor.
+        const int fd = ::open(limit.path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT) {
+            continue;
+        }
+        const int err = fd < 0 ? errno : write_all_fd(fd, limit.value.data(), limit.value.size());
+        if (err != 0) {
+            fail(plan, ChildStep::kUserNamespaceLimits, err, static_cast<int>(i));
+        }
+        ::close(fd);
     }
     if (plan.drop_groups && ::syscall(SYS_setgroups, 0, nullptr) != 0) {
         fail(plan, ChildStep::kDropGroups, errno);

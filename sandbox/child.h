@@ -26,6 +26,7 @@ enum class ChildStep : uint32_t {
     kWaitForGo,
     kDumpable,
     kCgroupNamespace,
+    kUserNamespaceLimits,
     kDropGroups,
     kMountPrivate,
     kCaptureSource,
@@ -66,6 +67,13 @@ struct ChildMessage {
 struct RlimitSetting {
     int resource = 0;
     rlimit value{};
+};
+
+// A limit of the sandbox's own user namespace: "/proc/sys/user/<name>" gets `value`
+// (NUL-terminated text, formatted by the supervisor).
+struct UserNamespaceLimit {
+    std::string path;
+    std::string value;
 };
 
 // Everything the child needs, prepared by the supervisor before clone.
@@ -109,6 +117,7 @@ struct ChildPlan {
     LandlockPlan landlock;
     sock_fprog seccomp{};  // empty (len 0): no filter
     std::vector<RlimitSetting> rlimits;
+    std::vector<UserNamespaceLimit> userns_limits;  // written while the child has its caps
     std::array<bool, 3> tty{};  // which of fds 0,1,2 become the pseudo-terminal's slave
 
     // The supervisor's argv and environment blocks, scrubbed in the child so that /proc/1/

@@ -160,7 +160,29 @@ std::vector<RlimitSetting> make_rlimits(const SandboxSpec& spec, const CgroupLea
     if (spec.limits.memory_bytes && !cgroup_memory) {
         set(RLIMIT_AS, *spec.limits.memory_bytes);
     }
+    set(RLIMIT_SIGPENDING, spec.limits.sigpending);
+    set(RLIMIT_MSGQUEUE, spec.limits.msgqueue_bytes);
     return limits;
+}
+
+// The sandbox's user namespace's own limits (step 4a): its share of inotify, and no
+// namespaces at all (seccomp refuses to make them anyway).
+std::vector<UserNamespaceLimit> make_userns_limits(const SandboxSpec& spec) {
+    std::vector<UserNamespaceLimit> out = {
+        {"max_inotify_instances", fmt::format("{}", spec.limits.inotify_instances)},
+        {"max_inotify_watches", fmt::format("{}", spec.limits.inotify_watches)},
+        {"max_fanotify_groups", "0"},
+        {"max_fanotify_marks", "0"},
+    };
+    // Not mnt: the child's open_tree captures make anonymous mount namespaces, which count, and
+    // seccomp refuses the mount API to the command anyway.
+    for (const char* ns : {"user", "pid", "net", "ipc", "uts", "cgroup", "time"}) {
+        out.push_back({fmt::format("max_{}_namespaces", ns), "0"});
+    }
+    for (UserNamespaceLimit& limit : out) {
+        limit.path = "/proc/sys/user/" + limit.path;
+    }
+    return out;
 }
 
 // Turns the child's {step, errno, index} into an operator-facing error.
@@ -480,6 +502,7 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         leaf = std::move(created).value();
     }
     plan.rlimits = make_rlimits(spec, leaf ? &*leaf : nullptr);
+    plan.userns_limits = make_userns_limits(spec);
 
     // Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
     // unprivileged host uid) can write them and files keep their owner on disk.
@@ -525,10 +548,20 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     args.flags = flags;
     args.pidfd = reinterpret_cast<__u64>(&pidfd);  // NOLINT: the kernel ABI wants an address
     args.exit_signal = SIGCHLD;
-    bool into_cgroup = leaf && leaf->v2_dir_fd() >= 0;
+    // The kernel charges a user namespace's per-user counts (inotify, queued signals, timers,
+    // namespaces) to its owner as well, at every level up: made by root, every sandbox would
+    // draw on root's own budget, and on each other's. A root caller makes it as the sandbox's
+    // host uid instead: the effective uid of this thread alone (a raw setresuid; glibc's would
+    // change every thread) for the length of the clone. The creds have no CAP_SYS_ADMIN over
+    // root's cgroup then, so the child joins its leaf after the clone.
+    const bool own_owner = userns && root && spec.identity.host_uid != 0;
+    bool into_cgroup = leaf && leaf->v2_dir_fd() >= 0 && !own_owner;
     if (into_cgroup) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<__u64>(static_cast<unsigned int>(leaf->v2_dir_fd()));
+    }
+    if (own_owner && ::syscall(SYS_setresuid, -1, spec.identity.host_uid, -1) != 0) {
+        return errno_error("take the sandbox's host uid to create its user namespace", errno);
     }
     // SAFETY: fork-like clone3 (no CLONE_VM, no stack): the child runs child_main on a copy of
     // this stack and never returns.
@@ -540,6 +573,14 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     if (pid == 0) {
         child_main(plan);
     }
+    const int clone_errno = errno;
+    if (own_owner && ::syscall(SYS_setresuid, -1, 0, -1) != 0) {
+        // The saved uid is 0: this cannot fail; if it did, this thread must not go on.
+        SPDLOG_LOGGER_CRITICAL(log, "cannot take back uid 0 after the clone: {}",
+                               errno_string(errno));
+        std::abort();
+    }
+    errno = clone_errno;
     if (pid < 0) {
         int err = errno;
         Error error = errno_error("clone the sandbox", err);

@@ -59,6 +59,12 @@ struct Limits {
     uint64_t shm_bytes = 64ULL << 20;      // size of the /dev/shm tmpfs
     uint64_t nofile = 65536;               // RLIMIT_NOFILE
     uint64_t nproc_fallback = 4096;        // RLIMIT_NPROC when no pids cgroup and no --pids
+    // Counted per user by the kernel, and up the chain of user namespaces to their owners: the
+    // sandbox's own share, so that it cannot exhaust its owner's (see docs/sandbox-lifecycle.md).
+    uint64_t sigpending = 4096;           // RLIMIT_SIGPENDING (queued signals, POSIX timers)
+    uint64_t msgqueue_bytes = 256 << 10;  // RLIMIT_MSGQUEUE
+    uint64_t inotify_instances = 64;      // the user namespace's user.max_inotify_instances
+    uint64_t inotify_watches = 65536;     // user.max_inotify_watches
 };
 
 // The ids the sandbox runs as, inside and on the host.

@@ -1,15 +1,23 @@
 // Escape attempts from commands the agent runs with `bash` and `process`: they share the
 // session worker's sandbox, so they must not reach the worker's channel, memory or
 // descriptors, kill it, push input into a terminal, or leave processes behind.
+#include <signal.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/unique_fd.h"
 #include "tests/testing/sandbox_harness.h"
 #include "tests/testing/serve_client.h"
 
@@ -86,6 +94,91 @@ TEST_F(SessionEscapeTest, NoInputCanBePushedIntoATerminal) {
     std::string text = text_of(started);
     EXPECT_THAT(text, HasSubstr("refused")) << text;
     EXPECT_THAT(text, Not(HasSubstr("PUSHED")));
+}
+
+// Takes every inotify instance and queues every real-time signal the sandbox may, reports
+// how many, and holds them.
+constexpr const char* kExhaust = R"py(import ctypes, os, signal, time
+libc = ctypes.CDLL(None, use_errno=True)
+fds = []
+while len(fds) < 100000:
+    fd = libc.inotify_init1(0)
+    if fd < 0:
+        break
+    fds.append(fd)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGRTMIN})
+class sigval(ctypes.Union):
+    _fields_ = [("i", ctypes.c_int), ("p", ctypes.c_void_p)]
+queued = 0
+while queued < 200000 and libc.sigqueue(os.getpid(), signal.SIGRTMIN, sigval(1)) == 0:
+    queued += 1
+print("held inotify=%d signals=%d" % (len(fds), queued), flush=True)
+time.sleep(120)
+)py";
+
+// What the host (this test's user) can still take: inotify instances (up to `want`) and one
+// queued signal.
+std::pair<int, bool> host_can_take(int want) {
+    std::vector<UniqueFd> fds;
+    while (static_cast<int>(fds.size()) < want) {
+        UniqueFd fd(::inotify_init1(IN_CLOEXEC));
+        if (!fd) {
+            break;
+        }
+        fds.push_back(std::move(fd));
+    }
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN + 1);
+    sigset_t old;
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    const bool queued = ::sigqueue(::getpid(), SIGRTMIN + 1, sigval{.sival_int = 1}) == 0;
+    if (queued) {
+        const timespec zero{};
+        (void)::sigtimedwait(&set, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return {static_cast<int>(fds.size()), queued};
+}
+
+TEST_F(SessionEscapeTest, ASessionExhaustingItsKernelQuotasLeavesTheHostAndOtherSessionsTheirs) {
+    // The kernel counts inotify instances and queued signals per user, and up the user
+    // namespaces to their owners: a sandbox made by root, or sharing its caller's budget,
+    // could leave the host and every other session none.
+    workspace_.write_file("exhaust.py", kExhaust);
+    auto hold = [](ServeProcess& serve) {
+        auto started =
+            serve.call("process", {{"action", "start"}, {"command", "python3 exhaust.py"}});
+        std::string seen = text_of(started);
+        for (int i = 0; i < 20 && seen.find("held inotify") == std::string::npos; ++i) {
+            seen += text_of(serve.call("process", {{"action", "wait"}, {"id", "p1"}}));
+        }
+        std::smatch m;
+        const std::regex re("held inotify=(\\d+) signals=(\\d+)");
+        if (!std::regex_search(seen, m, re)) {
+            ADD_FAILURE() << "the exhausting process did not report: " << seen;
+            return std::pair<int, int>{-1, -1};
+        }
+        return std::pair<int, int>{std::stoi(m[1]), std::stoi(m[2])};
+    };
+    const auto [inotify, signals] = hold(*serve_);
+    EXPECT_GT(inotify, 0);
+    EXPECT_LE(inotify, 64) << "the session's share of inotify instances";
+    EXPECT_GT(signals, 0);
+    EXPECT_LE(signals, 4096) << "the session's share of queued signals";
+    const auto [host_inotify, host_signal] = host_can_take(16);
+    EXPECT_EQ(host_inotify, 16) << "the host lost its inotify instances to the session";
+    EXPECT_TRUE(host_signal) << "the host cannot queue a signal any more";
+
+    TempDir other_ws{"stockade-sess-ws2"};
+    other_ws.write_file("exhaust.py", kExhaust);
+    ServeProcess other(other_ws.path(), state_.path());
+    ASSERT_TRUE(other.initialize().contains("result"));
+    const auto [other_inotify, other_signals] = hold(other);
+    EXPECT_GT(other_inotify, 0) << "a second session got no inotify instance";
+    EXPECT_GT(other_signals, 0) << "a second session could not queue a signal";
+    other.close_input();
+    EXPECT_EQ(other.wait_exit(std::chrono::seconds(20)), 0);
 }
 
 TEST_F(SessionEscapeTest, ADaemonThatLeavesItsGroupStillDiesWithTheSession) {
