@@ -79,6 +79,11 @@ void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
     app.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
     app.add_option("--tmp-size", o.tmp_size, "Size of the sandbox's /tmp (default 1G)");
     add_mount_options(app, o);
+    app.add_option("--host-uid", o.host_uid,
+                   "Root callers: host uid (and gid, unless --host-gid) of the session's sandbox "
+                   "user (default: one of its own per session, from 1879048193)");
+    app.add_option("--host-gid", o.host_gid,
+                   "Root callers: host gid of the session's sandbox user");
     app.add_option("--git-identity", o.git_identity,
                    "\"Name <email>\" for commits made in the sandbox (default: user.name and "
                    "user.email of your git config)");

@@ -18,6 +18,7 @@
 #include "common/syscall.h"
 #include "policy/tool_requests.h"
 #include "runner/host_environment.h"
+#include "runner/host_ids.h"
 #include "runner/policy_enforcement.h"
 #include "runner/policy_gate.h"
 #include "tools/process_tools.h"
@@ -168,8 +169,21 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     sandbox.env = std::move(env);
     sandbox.network = session_network(*session->policy_, sandbox.network);
     session->network_ = sandbox.network;
-    session->sandbox_ = sandbox;
     session->protected_ = protected_paths(sandbox, session->workspace_);
+
+    // A root supervisor gives the session a host uid of its own: the kernel's per-user counts
+    // that its sandbox draws on are then never another session's.
+    if (::geteuid() == 0 && !sandbox.host_uid) {
+        ASSIGN_OR_RETURN(session->host_id_,
+                         lease_host_id(kSessionHostIdFirst, kSessionHostIdCount, kHostIdLockDir));
+        sandbox.host_uid = session->host_id_.id();
+        if (!sandbox.host_gid) {
+            sandbox.host_gid = session->host_id_.id();
+        }
+    } else if (sandbox.host_uid && !sandbox.host_gid) {
+        sandbox.host_gid = *sandbox.host_uid;
+    }
+    session->sandbox_ = sandbox;
 
     // The supervisor's own records stay out of the sandbox's reach: a state directory the
     // workspace or a bind overlaps is refused, and every file in it is opened by descriptor.

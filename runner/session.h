@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "runner/event_log.h"
 #include "runner/host_environment.h"
+#include "runner/host_ids.h"
 #include "runner/mcp/tool_host.h"
 #include "runner/policy_setup.h"
 #include "runner/process_manager.h"
@@ -80,6 +81,7 @@ private:
 
     std::string workspace_;
     std::string network_;  // the sandbox's: "none" (its own loopback only) or "host"
+    HostIdLease host_id_;  // root supervisors: the session's own host uid, held while it lives
     RunOptions sandbox_;
     GitIdentity git_identity_;
     std::vector<tools::ProtectedPath> protected_;

@@ -506,7 +506,7 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
 
     // Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
     // unprivileged host uid) can write them and files keep their owner on disk.
-    std::vector<UniqueFd> idmapped;
+    std::vector<UniqueFd> idmapped;  // prepared trees, held until the clone
     if (userns && root && spec.idmap_writable_binds) {
         for (size_t i = 0; i < plan.mounts.ops.size(); ++i) {
             const MountOp& op = plan.mounts.ops[i];
@@ -527,6 +527,28 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
             plan.prepared_fds[static_cast<size_t>(op.source_index)] = tree->get();
             idmapped.push_back(std::move(tree).value());
         }
+    }
+    // A root caller's child runs as the host uid (step 2), which may not traverse what root
+    // can (the state directory under /root, say): the supervisor captures every other source
+    // itself, as the child would have (a missing one is left to the child, which skips it when
+    // it is optional).
+    const bool own_owner = userns && root && spec.identity.host_uid != 0;
+    for (size_t i = 0; own_owner && i < plan.mounts.sources.size(); ++i) {
+        if (plan.prepared_fds[i] >= 0) {
+            continue;
+        }
+        const int fd =
+            static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.mounts.sources[i].c_str(),
+                                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+        if (fd < 0) {
+            if (errno == ENOENT) {
+                continue;
+            }
+            return errno_error(fmt::format("sandbox setup: bind \"{}\"", plan.mounts.sources[i]),
+                               errno);
+        }
+        plan.prepared_fds[i] = fd;
+        idmapped.emplace_back(fd);
     }
 
     ASSIGN_OR_RETURN(FdPair sync, make_socketpair(SOCK_SEQPACKET));
@@ -554,7 +576,6 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     // host uid instead: the effective uid of this thread alone (a raw setresuid; glibc's would
     // change every thread) for the length of the clone. The creds have no CAP_SYS_ADMIN over
     // root's cgroup then, so the child joins its leaf after the clone.
-    const bool own_owner = userns && root && spec.identity.host_uid != 0;
     bool into_cgroup = leaf && leaf->v2_dir_fd() >= 0 && !own_owner;
     if (into_cgroup) {
         args.flags |= CLONE_INTO_CGROUP;

@@ -106,6 +106,58 @@ TEST_F(ServeTest, AStateDirectoryTheSandboxCouldReachIsRefused) {
     EXPECT_TRUE(std::filesystem::is_directory(state_.sub("rel/sessions")));
 }
 
+TEST_F(ServeTest, AsRootEachSessionGetsAHostUidOfItsOwn) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "host uids are given to sessions by a root supervisor only";
+    }
+    auto worker_uid = [](const std::string& state) {
+        const auto workers = worker_pids(state);
+        if (workers.size() != 1) {
+            return std::string("no single worker");
+        }
+        const auto status = read_file_text("/proc/" + std::to_string(workers[0]) + "/status");
+        const size_t at = status ? status->find("\nUid:") : std::string::npos;
+        return at == std::string::npos
+                   ? std::string("?")
+                   : status->substr(at + 5, status->find('\n', at + 1) - at - 5);
+    };
+    TempDir other_state{"stockade-serve-state2"};
+    ServeProcess first(workspace_.path(), state_.path());
+    ServeProcess second(workspace_.path(), other_state.path());
+    ASSERT_TRUE(first.initialize().contains("result"));
+    ASSERT_TRUE(second.initialize().contains("result"));
+    const std::string a = worker_uid(state_.path());
+    const std::string b = worker_uid(other_state.path());
+    EXPECT_THAT(a, Not(HasSubstr("\t0\t"))) << a;
+    EXPECT_NE(a, b) << "two sessions share a host uid";
+    // A uid asked for is taken as it is.
+    ServeProcess chosen(workspace_.path(), other_state.path(), {"--host-uid", "1879110000"});
+    ASSERT_TRUE(chosen.initialize().contains("result"));
+    const auto workers = worker_pids(other_state.path());
+    bool seen = false;
+    for (pid_t pid : workers) {
+        const auto status = read_file_text("/proc/" + std::to_string(pid) + "/status");
+        seen = seen || (status && status->find("1879110000") != std::string::npos);
+    }
+    EXPECT_TRUE(seen) << "no worker runs as the --host-uid given";
+}
+
+TEST_F(ServeTest, AStateDirectoryBehindAPrivateDirectoryWorks) {
+    // As root the default is ~/.local/state under /root (0700), which the sandbox's host uid
+    // cannot traverse: the spill directory is still bound in, and its files readable there.
+    const std::string home = state_.make_dir("home", 0700);
+    RunConfig config;
+    config.env = {"STOCKADE_STATE_DIR=" + home + "/.local/state/stockade"};
+    RunResult r = run_stockade(
+        {"call", "--workspace", workspace_.path(), "bash", R"({"command": "seq 1 100000"})"},
+        config);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    const size_t at = r.out.find("Full output: ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string log = r.out.substr(at + 13, r.out.find(' ', at + 13) - at - 13);
+    EXPECT_THAT(log, HasSubstr(home));
+}
+
 TEST_F(ServeTest, TheWorkerRefusesASymlinkOutOfTheWorkspace) {
     TempDir outside{"stockade-serve-outside"};
     std::string secret = outside.write_file("secret.txt", "host secret\n");

@@ -1,0 +1,38 @@
+// Host ids for sessions. A root supervisor gives each session's sandbox a host uid of its own
+// (and the same number as gid), so that what one session takes of the per-user kernel counts
+// (inotify, queued signals, processes, namespaces) is never another's: a lease on one id of a
+// range, held by an flock on <lock_dir>/<id>.lock for as long as the session lives, and so
+// shared by every supervisor of the host that uses the same lock directory.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "common/result.h"
+#include "common/unique_fd.h"
+
+namespace stockade::runner {
+
+// The range sessions draw from by default: above the id `stockade run` uses.
+inline constexpr uid_t kSessionHostIdFirst = 1879048193;  // 0x70000001
+inline constexpr uid_t kSessionHostIdCount = 65536;
+inline constexpr const char* kHostIdLockDir = "/run/stockade/host-ids";
+
+class HostIdLease {
+public:
+    HostIdLease() = default;
+    HostIdLease(uid_t id, UniqueFd lock) : id_(id), lock_(std::move(lock)) {}
+    [[nodiscard]] uid_t id() const { return id_; }
+    [[nodiscard]] bool held() const { return static_cast<bool>(lock_); }
+
+private:
+    uid_t id_ = 0;
+    UniqueFd lock_;  // the flock; closing it releases the id
+};
+
+// The first id of [first, first + count) that no live lease holds. kResourceExhausted when
+// every one is taken; the lock directory is created (0700) when missing.
+Result<HostIdLease> lease_host_id(uid_t first, uid_t count, const std::string& lock_dir);
+
+}  // namespace stockade::runner
