@@ -355,6 +355,17 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
 
     tools::ToolResult result;
     std::string note;  // from the gate, for the model, after the tool's output
+    tools::ToolContext ctx{.session_id = paths_.id,
+                           .call_id = call_id,
+                           .ws = worker_.get(),
+                           .stamps = &stamps_,
+                           .locks = &locks_,
+                           .spill = spill_.get(),
+                           .events = events_.get(),
+                           .processes = processes_.get(),
+                           .protected_paths = &protected_,
+                           .cancel = info.stop,
+                           .progress = info.progress};
     if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
         result.content = valid.error().message;
         result.is_error = true;
@@ -362,17 +373,6 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
         result = std::move(*refused);
     } else {
         log_->append("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
-        tools::ToolContext ctx{.session_id = paths_.id,
-                               .call_id = call_id,
-                               .ws = worker_.get(),
-                               .stamps = &stamps_,
-                               .locks = &locks_,
-                               .spill = spill_.get(),
-                               .events = events_.get(),
-                               .processes = processes_.get(),
-                               .protected_paths = &protected_,
-                               .cancel = info.stop,
-                               .progress = info.progress};
         try {
             result = tool->execute(arguments, ctx);
         } catch (const std::exception& e) {
@@ -384,10 +384,12 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                 name, e.what());
             result.is_error = true;
         }
-        tools::apply_backstop(result, ctx, name);
-        if (!note.empty()) {
-            result.content += "\n\n" + note;
-        }
+    }
+    // Every result, refusals and repair prose included (they quote the model's arguments):
+    // bounded, and inert (no control character reaches the model).
+    tools::apply_backstop(result, ctx, name);
+    if (!note.empty()) {
+        result.content += "\n\n" + note;  // ours, short: after the backstop, never cut
     }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - started)

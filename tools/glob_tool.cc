@@ -2,6 +2,12 @@
 // `rg --files --glob` (so .gitignore and .stockadeignore apply), with node_modules, .git and
 // dist left out unless the pattern names them, and the nearest existing extension suggested
 // when nothing matched.
+//
+// rg lists with --null, so a file name holding a newline is still one name, and the listing
+// shows each path with listed_name: a name with a newline or a control character is quoted
+// ("escape\nPASS forged-line"), in the content and in the spill alike. rg failing (not
+// started, killed, exit 2 for anything but paths it could not read) is an error, never "No
+// files match".
 #include <algorithm>
 #include <array>
 #include <map>
@@ -119,7 +125,7 @@ private:
                                                    const std::optional<std::string>& glob) {
         workspace::RgRequest req;
         req.root = dir.root;
-        req.args = {"--files"};
+        req.args = {"--files", "--null"};
         for (std::string& a : rg_ignore_args(ctx, dir.root)) {
             req.args.push_back(std::move(a));
         }
@@ -140,24 +146,18 @@ private:
         return ctx.ws->run_rg(req);
     }
 
-    // The listed files, root-relative; newest first when `sorted`.
+    // The listed files as the model sees them (not yet quoted); newest first when `sorted`.
     static std::vector<std::string> paths_of(ToolContext& ctx, workspace::Root root,
                                              const workspace::RgOutcome& out, bool sorted) {
         std::vector<std::string> paths;
-        const std::vector<std::string_view> lines = split_lines(out.out);
-        for (size_t i = 0; i < lines.size(); ++i) {
-            if (out.truncated && i + 1 == lines.size() && !out.out.ends_with('\n')) {
-                break;  // cut at the output cap
-            }
-            if (!lines[i].empty()) {
-                paths.emplace_back(strip_dot_slash(lines[i]));
-            }
+        for (std::string_view path : rg_null_paths(out)) {
+            paths.emplace_back(strip_dot_slash(path));
         }
         if (sorted) {
             sort_newest_first(ctx, root, paths);
         }
         for (std::string& p : paths) {
-            p = sanitize_utf8(rg_display_path(ctx, root, p));
+            p = rg_display_path(ctx, root, p);
         }
         return paths;
     }
@@ -199,9 +199,17 @@ private:
             glob = anchor_glob(pattern, dir.relative);
         }
 
+        const std::string where = listed_name(dir.display);
+        const RgTask task{.tool = "glob",
+                          .where = where,
+                          .narrow = "a smaller directory as path or a more specific pattern",
+                          .instead = "find PATH -name 'GLOB'"};
         Result<workspace::RgOutcome> out = list_files(ctx, dir, pattern, glob);
         if (!out) {
-            return error_result(io_failure("search", dir.display, out.error()));
+            return error_result(rg_start_failure_message(task, out.error()));
+        }
+        if (const RgEnd end = rg_end(*out); end == RgEnd::kSignaled || end == RgEnd::kFailed) {
+            return error_result(rg_failure_message(task, *out));
         }
         if (rg_fatal(*out) && out->out.empty()) {
             const std::string detail(trim(sanitize_utf8(utf8_prefix(out->err, 2000))));
@@ -218,11 +226,14 @@ private:
             return error_result(fmt::format(
                 "glob timed out listing {}. Search a smaller directory with path, or use a more "
                 "specific pattern.",
-                dir.display));
+                where));
         }
-        const std::vector<std::string> paths = paths_of(ctx, dir.root, *out, true);
+        std::vector<std::string> paths = paths_of(ctx, dir.root, *out, true);
         if (paths.empty()) {
-            return no_matches(ctx, dir, pattern);
+            return no_matches(ctx, dir, pattern, rg_unreadable_note(*out));
+        }
+        for (std::string& p : paths) {
+            p = listed_name(p);
         }
 
         const bool complete = !out->truncated && !out->timed_out;
@@ -262,15 +273,16 @@ private:
     }
 
     static ToolResult no_matches(ToolContext& ctx, const workspace::ResolvedPath& dir,
-                                 const std::string& pattern) {
-        std::string content = fmt::format("No files match \"{}\" under {}.", pattern, dir.display);
+                                 const std::string& pattern, const std::string& note) {
+        std::string content =
+            fmt::format("No files match \"{}\" under {}.", pattern, listed_name(dir.display));
         const std::string wanted = pattern_extension(pattern);
         std::string hint;
         if (!wanted.empty()) {
             if (auto all = list_files(ctx, dir, pattern, std::nullopt)) {
                 std::map<std::string, size_t> by_ext;
                 for (const std::string& p : paths_of(ctx, dir.root, *all, false)) {
-                    if (std::string ext = file_extension(p); !ext.empty()) {
+                    if (std::string ext = file_extension(p); !ext.empty() && is_plain_name(ext)) {
                         ++by_ext[ext];
                     }
                 }
@@ -297,6 +309,9 @@ private:
         }
         if (hint.empty()) {
             content += " Check the pattern, or search from a broader path.";
+        }
+        if (!note.empty()) {
+            content += "\n" + note;
         }
         ToolResult r;
         r.content = std::move(content);

@@ -5,6 +5,16 @@
 // Invalid patterns: rg compiles the pattern before it opens any file, so the search run itself
 // is the probe. Exit code 2 with "regex parse error" on stderr and no results becomes the
 // model-facing invalid-regex message (rg's own explanation included); nothing else is searched.
+//
+// rg failing is an error, never "No matches": not started (run_rg's error), killed by a signal,
+// or exit 2 for anything but files it could not read (RgEnd in tools/tool_support.h). Files it
+// could not read (masked by a deny rule, say) leave the rest searched; a result without matches
+// then says which.
+//
+// File headers are shown with listed_name (a name holding a newline or a control character is
+// quoted), in the content and in the spill alike: the quoting keeps the listing's structure.
+// Matched lines keep their bytes; the backstop escapes their control characters for the model,
+// and the spill keeps them raw.
 #include <algorithm>
 #include <map>
 
@@ -137,7 +147,7 @@ std::string render(const Parsed& p, size_t max_matches, size_t max_chars) {
         if (shown == max_matches) {
             break;
         }
-        out += sanitize_utf8(f.path);
+        out += listed_name(f.path);
         out += '\n';
         for (const auto& [number, text] : f.lines) {
             if (shown == max_matches) {
@@ -292,9 +302,17 @@ private:
             return error_result(io_failure("search", scope.path.display, info.error()));
         }
 
+        const std::string where = listed_name(scope.path.display);
+        const RgTask task{.tool = "grep",
+                          .where = where,
+                          .narrow = "a more specific path or include filter",
+                          .instead = "grep -rn -e PATTERN PATH"};
         Result<workspace::RgOutcome> out = search(ctx, scope, {"--smart-case"}, pattern);
         if (!out) {
-            return error_result(io_failure("search", scope.path.display, out.error()));
+            return error_result(rg_start_failure_message(task, out.error()));
+        }
+        if (const RgEnd end = rg_end(*out); end == RgEnd::kSignaled || end == RgEnd::kFailed) {
+            return error_result(rg_failure_message(task, *out));
         }
         const Parsed parsed = parse_rg_json(ctx, scope.path.root, *out, true);
         if (parsed.matches == 0) {
@@ -302,12 +320,12 @@ private:
                 return error_result(fmt::format(
                     "grep timed out searching {}. Narrow the search with a more specific path or "
                     "include filter.",
-                    scope.path.display));
+                    where));
             }
             if (rg_fatal(*out)) {
                 return error_result(rg_error(out->err, pattern, scope.include));
             }
-            return no_matches(ctx, scope, pattern);
+            return no_matches(ctx, scope, pattern, rg_unreadable_note(*out));
         }
 
         const bool complete = !out->truncated && !out->timed_out;
@@ -380,11 +398,13 @@ private:
                            detail.empty() ? "ripgrep exited with an error." : detail);
     }
 
-    static ToolResult no_matches(ToolContext& ctx, const Scope& scope, const std::string& pattern) {
+    static ToolResult no_matches(ToolContext& ctx, const Scope& scope, const std::string& pattern,
+                                 const std::string& note) {
         const std::string hint = near_miss(ctx, scope, pattern);
-        const std::string where = scope.include ? fmt::format("{} (files matching \"{}\")",
-                                                              scope.path.display, *scope.include)
-                                                : scope.path.display;
+        const std::string shown = listed_name(scope.path.display);
+        const std::string where =
+            scope.include ? fmt::format("{} (files matching \"{}\")", shown, *scope.include)
+                          : shown;
         ToolResult r;
         if (hint.empty()) {
             r.content =
@@ -396,6 +416,9 @@ private:
                 "the "
                 "scope.",
                 pattern, where, hint);
+        }
+        if (!note.empty()) {
+            r.content += "\n" + note;
         }
         r.metadata = {{"title", fmt::format("Search \"{}\" \u00b7 no matches", pattern)},
                       {"matches", 0},

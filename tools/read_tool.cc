@@ -1,5 +1,12 @@
 // read (TOOL_PROTOCOL §2): a page of a file as `LINE→CONTENT`, a directory listing two levels
 // deep, or a one-line description of a binary file. Stamps the file on success.
+//
+// Control characters in a page are shown escaped (escape_controls, tools/text.h): ESC as \x1b,
+// a lone CR (one not ending a line) as \x0d, C1 controls as \u009b, so a file cannot drive the
+// terminal of a client that prints the result. The page is escaped here, before its 50 KB are
+// counted, and a page that shows such escapes says how to quote them to edit. A CR that ends a
+// line is a line ending, never shown (a CRLF file is read as LF; in a file of mixed endings each
+// line's own CR is dropped). File names in headers and listings are shown with listed_name.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -20,6 +27,10 @@ constexpr std::string_view kLineTruncated = "\u2026 [line truncated]";
 constexpr size_t kMaxTopEntries = 200;
 constexpr size_t kMaxNestedEntries = 20;
 constexpr size_t kListCap = 1000;
+constexpr std::string_view kEscapedNote =
+    "(Control characters in these lines are shown as escapes such as \\x1b or \\u009b. To "
+    "match them in edit's old_string, write the characters themselves (in JSON: \\u001b), not "
+    "the escapes.)";
 
 constexpr std::string_view kDescription =
     "Read a file from the workspace. Returns the file content with line numbers, in the format "
@@ -39,16 +50,17 @@ bool is_hidden(std::string_view name) {
 }
 
 std::string entry_label(const workspace::DirEntry& e) {
+    const std::string name = listed_name(e.name);
     switch (e.type) {
         case workspace::FileType::kDirectory:
-            return e.name + "/";
+            return name + "/";
         case workspace::FileType::kSymlink:
-            return e.name + " (symlink)";
+            return name + " (symlink)";
         case workspace::FileType::kFile:
         case workspace::FileType::kOther:
             break;
     }
-    return e.name;
+    return name;
 }
 
 std::string counts(size_t visible, size_t hidden, bool more) {
@@ -113,6 +125,7 @@ private:
             return error_result(resolved.error().message);
         }
         const workspace::ResolvedPath& path = *resolved;
+        const std::string shown = listed_name(path.display);
         const std::optional<int64_t> offset_arg = opt_int(args, "offset");
         const std::optional<int64_t> limit_arg = opt_int(args, "limit");
         if (offset_arg && *offset_arg < 0) {
@@ -134,7 +147,7 @@ private:
             if (info.error().code == Errc::kNotFound) {
                 return error_result(not_found_message(ctx, path));
             }
-            return error_result(io_failure("read", path.display, info.error()));
+            return error_result(io_failure("read", shown, info.error()));
         }
         switch (info->type) {
             case workspace::FileType::kDirectory:
@@ -143,7 +156,7 @@ private:
                 return error_result(fmt::format(
                     "{} is not a regular file (it is a device, socket or pipe); read only opens "
                     "files and directories.",
-                    path.display));
+                    shown));
             case workspace::FileType::kFile:
             case workspace::FileType::kSymlink:
                 break;
@@ -153,12 +166,12 @@ private:
             return error_result(fmt::format(
                 "{} is too large to read at once ({}; the limit is {}). Use grep to search its "
                 "content, or read a region with offset and limit.",
-                path.display, format_size(info->size), format_size(kMaxFileBytes)));
+                shown, format_size(info->size), format_size(kMaxFileBytes)));
         }
 
         Result<workspace::ReadData> data = ctx.ws->read(path.root, path.relative, kMaxFileBytes);
         if (!data) {
-            return error_result(io_failure("read", path.display, data.error()));
+            return error_result(io_failure("read", shown, data.error()));
         }
         const std::string& bytes = data->bytes;
         if (auto kind = sniff_binary(path.relative, bytes)) {
@@ -166,11 +179,12 @@ private:
             r.content = fmt::format(
                 "{} is a binary file ({}, {}); its content is not shown. Use bash with a tool "
                 "such as file, xxd or strings if you need to inspect it.",
-                path.display, *kind, format_size(data->info.size));
-            r.metadata = {{"title", fmt::format("Read {} \u00b7 binary \u00b7 {}", short_path(path),
-                                                format_size(data->info.size))},
-                          {"path", path.display},
-                          {"binary", true}};
+                shown, *kind, format_size(data->info.size));
+            r.metadata = {
+                {"title", fmt::format("Read {} \u00b7 binary \u00b7 {}",
+                                      listed_name(short_path(path)), format_size(data->info.size))},
+                {"path", path.display},
+                {"binary", true}};
             return r;
         }
 
@@ -183,11 +197,12 @@ private:
         if (total == 0) {
             stamp(ctx, path, bytes, data->info);
             ToolResult r;
-            r.content = fmt::format("{}\n(The file is empty.)", path.display);
-            r.metadata = {{"title", fmt::format("Read {} \u00b7 empty", short_path(path))},
-                          {"path", path.display},
-                          {"lines", 0},
-                          {"total_lines", 0}};
+            r.content = fmt::format("{}\n(The file is empty.)", shown);
+            r.metadata = {
+                {"title", fmt::format("Read {} \u00b7 empty", listed_name(short_path(path)))},
+                {"path", path.display},
+                {"lines", 0},
+                {"total_lines", 0}};
             return r;
         }
         if (offset > total) {
@@ -196,8 +211,7 @@ private:
                     "Offset {} is beyond the first {} of {} ({}), which is as far as read can "
                     "page (lines 1\u2013{}). Use grep to find the text you need in the rest of "
                     "the file.",
-                    offset, format_size(kMaxFileBytes), path.display, format_size(info->size),
-                    total));
+                    offset, format_size(kMaxFileBytes), shown, format_size(info->size), total));
             }
             return error_result(
                 fmt::format("Offset {} is beyond the end of the file ({}). Use offset \u2264 {}.",
@@ -205,25 +219,29 @@ private:
         }
 
         std::string body;
+        bool escaped = false;
         size_t last = offset - 1;  // 1-based number of the last line shown
         while (last < total && last - (offset - 1) < limit) {
             std::string_view line = lines[last];
             if (line.ends_with('\r')) {
                 line.remove_suffix(1);
             }
-            const std::string shown = number_line(
-                last + 1, truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated));
-            if (!body.empty() && body.size() + 1 + shown.size() > kMaxPageBytes) {
+            const std::string cut =
+                truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated);
+            const bool controls = has_control_chars(cut);
+            const std::string numbered = number_line(last + 1, escape_controls(cut));
+            if (!body.empty() && body.size() + 1 + numbered.size() > kMaxPageBytes) {
                 break;
             }
             if (!body.empty()) {
                 body += '\n';
             }
-            body += shown;
+            body += numbered;
+            escaped = escaped || controls;
             ++last;
         }
 
-        std::string content = fmt::format("{}\n{}", path.display, body);
+        std::string content = fmt::format("{}\n{}", shown, body);
         if (last < total) {
             content += fmt::format("\n(Showing lines {}\u2013{} of {}. Use offset={} to continue.)",
                                    offset, last, total, last + 1);
@@ -233,6 +251,10 @@ private:
                 "search the rest.)",
                 offset, last, format_size(kMaxFileBytes), format_size(info->size));
         }
+        if (escaped) {
+            content += "\n";
+            content += kEscapedNote;
+        }
         if (whole) {
             stamp(ctx, path, bytes, data->info);
         }
@@ -240,8 +262,8 @@ private:
         ToolResult r;
         r.content = std::move(content);
         r.metadata = {
-            {"title", fmt::format("Read {} \u00b7 lines {}\u2013{} of {}", short_path(path), offset,
-                                  last, total)},
+            {"title", fmt::format("Read {} \u00b7 lines {}\u2013{} of {}",
+                                  listed_name(short_path(path)), offset, last, total)},
             {"path", path.display},
             {"lines", last - offset + 1},
             {"first_line", offset},
@@ -263,10 +285,11 @@ private:
     }
 
     static ToolResult list_directory(ToolContext& ctx, const workspace::ResolvedPath& path) {
+        const std::string dir_shown = listed_name(path.display);
         Result<std::vector<workspace::DirEntry>> entries =
             ctx.ws->list(path.root, path.relative, kListCap + 1);
         if (!entries) {
-            return error_result(io_failure("list", path.display, entries.error()));
+            return error_result(io_failure("list", dir_shown, entries.error()));
         }
         const bool more = entries->size() > kListCap;
         if (more) {
@@ -296,14 +319,14 @@ private:
                 continue;
             }
             if (is_noise_dir(e->name)) {
-                body += fmt::format("{}/ (not expanded)\n", e->name);
+                body += fmt::format("{}/ (not expanded)\n", listed_name(e->name));
                 continue;
             }
             const std::string child = join_path(path.relative, e->name);
             Result<std::vector<workspace::DirEntry>> sub =
                 ctx.ws->list(path.root, child, kListCap + 1);
             if (!sub) {
-                body += fmt::format("{}/ (cannot be listed)\n", e->name);
+                body += fmt::format("{}/ (cannot be listed)\n", listed_name(e->name));
                 continue;
             }
             const bool sub_more = sub->size() > kListCap;
@@ -321,10 +344,10 @@ private:
             }
             any_hidden = any_hidden || sub_hidden > 0;
             if (sub_visible.empty() && sub_hidden == 0) {
-                body += fmt::format("{}/ (empty)\n", e->name);
+                body += fmt::format("{}/ (empty)\n", listed_name(e->name));
                 continue;
             }
-            body += fmt::format("{}/ ({})\n", e->name,
+            body += fmt::format("{}/ ({})\n", listed_name(e->name),
                                 counts(sub_visible.size(), sub_hidden, sub_more));
             for (size_t i = 0; i < sub_visible.size(); ++i) {
                 if (i == kMaxNestedEntries) {
@@ -338,9 +361,9 @@ private:
 
         std::string content;
         if (visible.empty() && hidden == 0) {
-            content = fmt::format("Directory {} is empty.", path.display);
+            content = fmt::format("Directory {} is empty.", dir_shown);
         } else {
-            content = fmt::format("Directory {} ({}):\n{}", path.display,
+            content = fmt::format("Directory {} ({}):\n{}", dir_shown,
                                   counts(visible.size(), hidden, more), body);
             if (any_hidden) {
                 content +=
@@ -351,7 +374,8 @@ private:
         }
         ToolResult r;
         r.content = std::move(content);
-        r.metadata = {{"title", fmt::format("Read {} \u00b7 directory \u00b7 {}", short_path(path),
+        r.metadata = {{"title", fmt::format("Read {} \u00b7 directory \u00b7 {}",
+                                            listed_name(short_path(path)),
                                             count_of(visible.size() + hidden, "entry", "entries"))},
                       {"path", path.display},
                       {"entries", visible.size() + hidden}};

@@ -127,6 +127,117 @@ std::string truncate_chars(std::string_view s, size_t max_chars, std::string_vie
     return std::string(s);
 }
 
+namespace {
+
+bool is_c0_or_del(unsigned char u) {
+    return u < 0x20U || u == 0x7FU;
+}
+
+// A C1 control (U+0080-U+009F) starts at s[i]: its UTF-8 encoding is C2 80 .. C2 9F.
+bool is_c1_at(std::string_view s, size_t i) {
+    return static_cast<unsigned char>(s[i]) == 0xC2U && i + 1 < s.size() &&
+           static_cast<unsigned char>(s[i + 1]) >= 0x80U &&
+           static_cast<unsigned char>(s[i + 1]) <= 0x9FU;
+}
+
+bool escaped_c0(char c, LineBreaks breaks) {
+    if (!is_c0_or_del(static_cast<unsigned char>(c))) {
+        return false;
+    }
+    return breaks == LineBreaks::kEscape || (c != '\n' && c != '\t');
+}
+
+}  // namespace
+
+bool has_control_chars(std::string_view s, LineBreaks breaks) {
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (escaped_c0(s[i], breaks) || is_c1_at(s, i)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::string escape_controls(std::string_view s, LineBreaks breaks) {
+    if (!is_valid_utf8(s)) {
+        return escape_controls(sanitize_utf8(s), breaks);
+    }
+    if (!has_control_chars(s, breaks)) {
+        return std::string(s);
+    }
+    std::string out;
+    out.reserve(s.size() + 32);
+    for (size_t i = 0; i < s.size(); ++i) {
+        const auto u = static_cast<unsigned char>(s[i]);
+        if (escaped_c0(s[i], breaks)) {
+            out += fmt::format("\\x{:02x}", u);
+        } else if (is_c1_at(s, i)) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));
+            ++i;
+        } else {
+            out += s[i];
+        }
+    }
+    return out;
+}
+
+bool is_plain_name(std::string_view name) {
+    if (name.starts_with('"') || !is_valid_utf8(name)) {
+        return false;
+    }
+    for (size_t i = 0; i < name.size(); ++i) {
+        if (is_c0_or_del(static_cast<unsigned char>(name[i])) || is_c1_at(name, i)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+std::string listed_name(std::string_view name) {
+    if (is_plain_name(name)) {
+        return std::string(name);
+    }
+    const std::string text = sanitize_utf8(name);
+    std::string out = "\"";
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        switch (c) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                if (is_c0_or_del(static_cast<unsigned char>(c))) {
+                    out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+                } else if (is_c1_at(text, i)) {
+                    out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+                    ++i;
+                } else {
+                    out += c;
+                }
+        }
+    }
+    out += '"';
+    return out;
+}
+
 std::vector<std::string_view> lines_with_breaks(std::string_view text) {
     std::vector<std::string_view> lines;
     for (size_t start = 0; start < text.size();) {

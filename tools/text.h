@@ -26,6 +26,48 @@ std::string sanitize_utf8(std::string_view s);
 std::string truncate_chars(std::string_view s, size_t max_chars, std::string_view marker,
                            bool* truncated = nullptr);
 
+// ---- Inert text ----------------------------------------------------------------------------
+//
+// What the model sees may be printed by a client to a terminal, which would execute control
+// sequences in it (OSC 52 writes the clipboard, OSC 0 the window title, CSI 2J clears the
+// screen). So every result's content is made inert, in one place: apply_backstop runs
+// escape_controls on it last (tools may run it earlier, to count bytes as shown; it is
+// idempotent). Spills and process logs keep the raw bytes.
+//
+// The rule: newline and tab are kept; every other C0 control (U+0000-U+001F, so CR too) and
+// DEL is shown as \xNN, two lower-case hex digits ("\x1b", "\x07", "\x0d", "\x7f"); every C1
+// control (U+0080-U+009F, two bytes in UTF-8) as \u00NN ("\u009b"). Invalid UTF-8 is
+// replaced with U+FFFD first (sanitize_utf8), so no lone 8-bit C1 byte survives either.
+// Escaping adds and removes no '\n', so line numbers and counts stay valid.
+//
+// The escapes are not reversible text: a file that contains the four characters \x1b looks
+// the same as one that contains an ESC byte (read says when a page shows escaped controls).
+// To quote such a line back to edit, old_string must contain the control character itself
+// (in the JSON arguments: "\u001b"), not its escape: the edit cascade's escape-normalized
+// strategy unescapes only \n \t \" \' and \\ (tools/edit_cascade.h), so an old_string with a
+// literal "\x1b" matches only text that really contains backslash, x, 1, b.
+
+enum class LineBreaks : uint8_t {
+    kKeep,    // newline and tab stay as they are (content)
+    kEscape,  // they are escaped too, as \x0a and \x09 (one-line texts such as titles)
+};
+
+// True when `s` holds a character escape_controls would escape.
+bool has_control_chars(std::string_view s, LineBreaks breaks = LineBreaks::kKeep);
+// `s` as valid UTF-8 with its control characters escaped as above.
+std::string escape_controls(std::string_view s, LineBreaks breaks = LineBreaks::kKeep);
+
+// A file name or path as a listing shows it (glob's paths, grep's file headers, read's
+// directory entries and headers, "Did you mean" suggestions). A plain name is shown as it is.
+// Any other is shown as a JSON string literal, e.g. "escape\nPASS forged-line", so that it
+// stays on one line, cannot be mistaken for other lines or names, and can be pasted into a
+// tool call's arguments to name the same file. Not plain: a C0 control (tab and newline
+// included), DEL, a C1 control, a leading '"' (it would read as a quoted name), or invalid
+// UTF-8 (shown as U+FFFD: JSON cannot hold such a name exactly). JSON escapes: \" \\ \b \f \n
+// \r \t, and \u00NN for the other controls, DEL and C1 included.
+std::string listed_name(std::string_view name);
+bool is_plain_name(std::string_view name);
+
 // ---- Lines -------------------------------------------------------------------------------
 
 // Splits on '\n'. A final '\n' ends the last line rather than starting an empty one, so

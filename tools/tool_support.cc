@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "tools/file_stamps.h"
+#include "tools/process_output.h"
 #include "tools/similar.h"
 #include "tools/text.h"
 
@@ -235,8 +237,11 @@ std::string not_found_message(ToolContext& ctx, const workspace::ResolvedPath& p
         }
         suggestions = suggest_paths(path.relative, candidates, 3);
     }
-    std::string msg = fmt::format("{} not found: {}.", noun, path.display);
+    std::string msg = fmt::format("{} not found: {}.", noun, listed_name(path.display));
     if (!suggestions.empty()) {
+        for (std::string& s : suggestions) {
+            s = listed_name(s);
+        }
         msg += fmt::format(" Did you mean one of these? {}", fmt::join(suggestions, ", "));
     } else {
         msg += " Check the path, or use glob to find the file.";
@@ -378,6 +383,174 @@ bool rg_fatal(const workspace::RgOutcome& out) {
     return false;
 }
 
+namespace {
+
+// A line of rg's stderr about one path it could not read: "[rg: ]PATH: WHY (os error N)"
+// (ripgrep 13, Debian's, prints no "rg: " prefix; later versions do).
+bool rg_path_error(std::string_view line) {
+    if (line.starts_with("rg: ")) {
+        line.remove_prefix(4);
+    }
+    return !line.starts_with("error") && line.find(": ") != std::string_view::npos &&
+           line.find("(os error ") != std::string_view::npos && line.ends_with(")");
+}
+
+}  // namespace
+
+RgEnd rg_end(const workspace::RgOutcome& out) {
+    if (out.timed_out) {
+        return RgEnd::kTimedOut;
+    }
+    if (out.exit_code == 0 || out.exit_code == 1) {
+        return RgEnd::kCompleted;
+    }
+    if (out.exit_code > 128 && out.exit_code <= 128 + 64) {
+        return RgEnd::kSignaled;
+    }
+    if (out.exit_code != 2) {
+        return RgEnd::kFailed;
+    }
+    if (rg_fatal(out)) {
+        return RgEnd::kRefused;
+    }
+    bool any = false;
+    for (std::string_view line : split_lines(out.err)) {
+        if (trim(line).empty()) {
+            continue;
+        }
+        if (!rg_path_error(line)) {
+            return RgEnd::kFailed;
+        }
+        any = true;
+    }
+    return any ? RgEnd::kUnreadable : RgEnd::kFailed;
+}
+
+namespace {
+
+// The first non-blank line of rg's stderr, cut to a sentence's length.
+std::string first_err_line(const workspace::RgOutcome& out) {
+    for (std::string_view line : split_lines(out.err)) {
+        if (std::string_view t = trim(line); !t.empty()) {
+            return truncate_chars(sanitize_utf8(t), 300, "\u2026");
+        }
+    }
+    return {};
+}
+
+}  // namespace
+
+std::string rg_failure_message(const RgTask& task, const workspace::RgOutcome& out) {
+    if (rg_end(out) == RgEnd::kSignaled) {
+        const int signal = out.exit_code - 128;
+        std::string msg = fmt::format(
+            "{} failed: ripgrep (rg) was killed by {} while searching {}, so its results are "
+            "incomplete and none are shown.",
+            task.tool, signal_name(signal), task.where);
+        if (signal == SIGKILL) {
+            msg += fmt::format(
+                " The sandbox kills a process that goes over its memory limit: narrow the search "
+                "with {}. If it happens again, use bash instead ({}).",
+                task.narrow, task.instead);
+        } else {
+            msg += fmt::format(
+                " Try again; if it happens again, use bash instead ({}) and tell "
+                "the user.",
+                task.instead);
+        }
+        return msg;
+    }
+    const std::string detail = first_err_line(out);
+    return fmt::format(
+        "{} failed: ripgrep (rg) exited with code {} while searching {}{}. Its results may be "
+        "incomplete, so none are shown. Try again; if it happens again, use bash instead ({}) "
+        "and tell the user.",
+        task.tool, out.exit_code, task.where,
+        detail.empty() ? std::string(" without saying why") : ": " + detail, task.instead);
+}
+
+std::string rg_start_failure_message(const RgTask& task, const Error& error) {
+    if (error.code == Errc::kCancelled) {
+        return std::string(kCancelledText);
+    }
+    if (error.code == Errc::kDeadlineExceeded) {
+        return io_failure("search", task.where, error);
+    }
+    const std::string detail =
+        error.sys_errno != 0 ? fmt::format(": {}", errno_string(error.sys_errno)) : std::string();
+    std::string advice;
+    switch (error.sys_errno) {
+        case 0:  // the Workspace found no rg on the sandbox's PATH
+        case ENOENT:
+        case EACCES:
+        case ENOEXEC:
+            advice = fmt::format(
+                "The sandbox image may lack rg: use bash instead ({}), and tell the user that {} "
+                "needs ripgrep in the sandbox image.",
+                task.instead, task.tool);
+            break;
+        case EAGAIN:
+        case ENOMEM:
+            advice =
+                "The sandbox is at its limit of processes or memory: stop background processes "
+                "you no longer need (process list shows them), then try again.";
+            break;
+        default:
+            advice = fmt::format(
+                "Try again; if it happens again, use bash instead ({}) and tell the user.",
+                task.instead);
+            break;
+    }
+    return fmt::format(
+        "{} could not search {}: ripgrep (rg) could not be started in the sandbox{}, so nothing "
+        "was searched. {}",
+        task.tool, task.where, detail, advice);
+}
+
+std::string rg_unreadable_note(const workspace::RgOutcome& out) {
+    if (rg_end(out) != RgEnd::kUnreadable) {
+        return {};
+    }
+    size_t paths = 0;
+    for (std::string_view line : split_lines(out.err)) {
+        if (!trim(line).empty()) {
+            ++paths;
+        }
+    }
+    const std::string first = first_err_line(out);
+    std::string_view shown = first;
+    if (shown.starts_with("rg: ")) {
+        shown.remove_prefix(4);
+    }
+    shown = strip_dot_slash(shown);
+    if (paths == 1) {
+        return fmt::format("Note: ripgrep could not read 1 path, so it was not searched: {}.",
+                           shown);
+    }
+    return fmt::format(
+        "Note: ripgrep could not read {} paths, so they were not searched; the first: {}.",
+        with_thousands(paths), shown);
+}
+
+std::vector<std::string_view> rg_null_paths(const workspace::RgOutcome& out) {
+    std::vector<std::string_view> paths;
+    const std::string_view text = out.out;
+    for (size_t start = 0; start < text.size();) {
+        const size_t nul = text.find('\0', start);
+        if (nul == std::string_view::npos) {
+            if (!out.truncated) {
+                paths.push_back(text.substr(start));  // not rg's way, but not cut either
+            }
+            break;
+        }
+        if (nul > start) {
+            paths.push_back(text.substr(start, nul - start));
+        }
+        start = nul + 1;
+    }
+    return paths;
+}
+
 std::string_view strip_dot_slash(std::string_view printed) {
     while (printed.starts_with("./")) {
         printed.remove_prefix(2);
@@ -464,7 +637,7 @@ std::vector<std::string> workspace_files(ToolContext& ctx, size_t max) {
     std::vector<std::string> files;
     workspace::RgRequest req;
     req.root = workspace::Root::kWorkspace;
-    req.args = {"--files"};
+    req.args = {"--files", "--null"};
     for (std::string& a : rg_ignore_args(ctx, workspace::Root::kWorkspace)) {
         req.args.push_back(std::move(a));
     }
@@ -474,16 +647,11 @@ std::vector<std::string> workspace_files(ToolContext& ctx, size_t max) {
     if (!out) {
         return files;
     }
-    for (std::string_view line : split_lines(out->out)) {
+    for (std::string_view path : rg_null_paths(*out)) {
         if (files.size() == max) {
             break;
         }
-        if (out->truncated && line.data() + line.size() == out->out.data() + out->out.size()) {
-            break;  // the last line may be cut
-        }
-        if (!line.empty()) {
-            files.push_back(rg_display_path(ctx, workspace::Root::kWorkspace, line));
-        }
+        files.push_back(rg_display_path(ctx, workspace::Root::kWorkspace, path));
     }
     return files;
 }

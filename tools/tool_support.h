@@ -76,7 +76,8 @@ workspace::ResolvedPath workspace_root(ToolContext& ctx);
 // For titles and listings: workspace-relative ("." for the root); absolute for spill files.
 std::string short_path(const workspace::ResolvedPath& path);
 // "<noun> not found: PATH. Did you mean one of these? a, b" (up to 3 suggestions from the
-// parent directory's listing and rg --files), or a plain sentence with a next step.
+// parent directory's listing and rg --files), or a plain sentence with a next step. PATH and
+// the suggestions are shown as listed_name shows them (quoted when not plain).
 std::string not_found_message(ToolContext& ctx, const workspace::ResolvedPath& path,
                               std::string_view noun = "File", std::string_view next_step = {});
 // "Cannot write PATH: permission denied. …" for a failed Workspace call.
@@ -119,9 +120,47 @@ void sort_newest_first(ToolContext& ctx, workspace::Root root, std::vector<std::
 // "error" or "regex parse error") and when only some files could not be read ("rg: path:
 // Permission denied"); only the former means the search did not happen.
 bool rg_fatal(const workspace::RgOutcome& out);
+
+// How an rg run ended. rg itself exits 0 (found), 1 (nothing found) or 2 (errors); the
+// Workspace reports a kill by signal N as 128 + N and the timeout as -1 (RgOutcome).
+enum class RgEnd : uint8_t {
+    kCompleted,   // 0 or 1
+    kUnreadable,  // 2, and every stderr line names one path rg could not read: the rest was
+                  // searched (masked files of a deny rule are such paths)
+    kRefused,     // 2 and rg_fatal: rg refused the pattern or a glob before searching
+    kTimedOut,
+    kSignaled,  // killed by a signal (the sandbox's memory limit kills with SIGKILL)
+    kFailed,    // 2 for any other reason (or no reason given), or any other exit code
+};
+RgEnd rg_end(const workspace::RgOutcome& out);
+
+// What grep and glob tell the model when rg failed; each says what happened and what to do.
+struct RgTask {
+    std::string_view tool;     // "grep"
+    std::string_view where;    // the path searched, as the model sees it
+    std::string_view narrow;   // how to search less: "a more specific path or include filter"
+    std::string_view instead;  // a bash command that does the same: "grep -rn -e PATTERN PATH"
+};
+// For kSignaled and kFailed: the search did not finish, and its results are not shown.
+//   grep failed: ripgrep (rg) was killed by SIGKILL while searching /work/proj, so its
+//   results are incomplete and none are shown. ...
+std::string rg_failure_message(const RgTask& task, const workspace::RgOutcome& out);
+// For an rg that could not be started at all (the error of Workspace::run_rg), with advice by
+// its errno: rg missing from the image (none, ENOENT, EACCES, ENOEXEC), the sandbox at its
+// process or memory limit (EAGAIN, ENOMEM), or anything else.
+//   grep could not search /work/proj: ripgrep (rg) could not be started in the sandbox: ENOENT
+//   (No such file or directory), so nothing was searched. The sandbox image may lack rg: ...
+std::string rg_start_failure_message(const RgTask& task, const Error& error);
+// For kUnreadable: one sentence naming how many paths rg could not read and the first of
+// them; empty for any other end.
+std::string rg_unreadable_note(const workspace::RgOutcome& out);
+// The paths rg printed with --null (each ended by a NUL byte, so a name may hold a newline);
+// a last one cut by the output cap is left out.
+std::vector<std::string_view> rg_null_paths(const workspace::RgOutcome& out);
 // A path as rg printed it, without "./".
 std::string_view strip_dot_slash(std::string_view printed);
-// Up to `max` workspace files (rg --files), for near-miss suggestions.
+// Up to `max` workspace files (rg --files --null, so that a name holding a newline stays one
+// name), for near-miss suggestions.
 std::vector<std::string> workspace_files(ToolContext& ctx, size_t max);
 
 // ---- Spill -------------------------------------------------------------------------------

@@ -80,6 +80,21 @@ TEST_F(BashToolTest, SuccessRendersOutputAndTheStatusLine) {
     EXPECT_EQ(h.pm.process_count(), 0U);
 }
 
+TEST_F(BashToolTest, TerminalControlSequencesReachTheModelAsPlainText) {
+    // OSC 52 (clipboard write), OSC 0 (window title), CSI 2J + cursor home, BEL, an 8-bit CSI
+    // as UTF-8 (U+009B, which the renderer does not know as an escape: the backstop escapes it).
+    h.pm.scripts["cat notes"] =
+        FakeScript{.output =
+                       "\x1b]52;c;cHduZWQ=\x07"
+                       "copied\n\x1b]0;owned\x1b\\titled\n\x1b[2J\x1b[Hcleared"
+                       "\x07\n\u009b"
+                       "2J c1\n"};
+    const ToolResult r = bash("cat notes");
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(testing::is_inert(r.content)) << r.content;
+    expect_golden("bash_terminal_sequences.txt", r.content);
+}
+
 TEST_F(BashToolTest, AWriteRefusedOnAProtectedPathIsExplained) {
     const std::vector<ProtectedPath> protected_paths = {
         {.path = "/work/proj/.git/config", .reason = "hooks could run outside the sandbox."},

@@ -134,6 +134,21 @@ TEST_F(EditToolTest, NotFoundWithANearMissThatDiffersInText) {
     expect_golden("edit_not_found_near_miss_text.txt", r.content);
 }
 
+// read shows an ESC byte as the text \x1b (tools/text.h). old_string must hold the ESC itself
+// (JSON "\u001b"); the escape text is not unescaped by any strategy of the cascade.
+TEST_F(EditToolTest, AControlCharacterIsQuotedAsItselfNotAsItsEscape) {
+    h.ws.put("src/c.sh", "printf '\x1b[2J'\nprintf 'plain'\n");
+    const ToolResult read = h.call("read", {{"file_path", "src/c.sh"}});
+    ASSERT_NE(read.content.find("     1\u2192printf '\\x1b[2J'"), std::string::npos)
+        << read.content;
+    const ToolResult escaped = edit("printf '\\x1b[2J'", "printf 'cleared'", false, "src/c.sh");
+    EXPECT_TRUE(escaped.is_error) << escaped.content;
+    EXPECT_EQ(h.ws.get("src/c.sh"), "printf '\x1b[2J'\nprintf 'plain'\n");
+    const ToolResult raw = edit("printf '\x1b[2J'", "printf 'cleared'", false, "src/c.sh");
+    EXPECT_FALSE(raw.is_error) << raw.content;
+    EXPECT_EQ(h.ws.get("src/c.sh"), "printf 'cleared'\nprintf 'plain'\n");
+}
+
 TEST_F(EditToolTest, NotFoundWithoutANearMiss) {
     const ToolResult r = edit("nothing like this at all", "x");
     EXPECT_TRUE(r.is_error);

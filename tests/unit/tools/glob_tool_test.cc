@@ -1,3 +1,5 @@
+#include <csignal>
+
 #include <gtest/gtest.h>
 
 #include "tests/unit/tools/tool_harness.h"
@@ -6,6 +8,7 @@ namespace stockade::tools {
 namespace {
 
 using testing::expect_golden;
+using testing::is_inert;
 using testing::ToolHarness;
 
 class GlobToolTest : public ::testing::Test {
@@ -103,6 +106,78 @@ TEST_F(GlobToolTest, InvalidGlobIsExplained) {
     const ToolResult r = glob({{"pattern", "src/{a,b"}});
     EXPECT_TRUE(r.is_error);
     EXPECT_TRUE(r.content.starts_with("Invalid glob \"src/{a,b\". ripgrep says:\n")) << r.content;
+}
+
+// ---- Inert text ----------------------------------------------------------------------------
+
+TEST_F(GlobToolTest, NamesWithNewlinesOrControlCharactersAreQuoted) {
+    h.ws.put("odd/escape\nPASS forged-line", "x", 5000);
+    h.ws.put("odd/\x1b]0;owned\x07.txt", "x", 4000);
+    h.ws.put("odd/tab\there.txt", "x", 3000);
+    h.ws.put("odd/plain.txt", "x", 2000);
+    const ToolResult r = glob({{"pattern", "odd/*"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(is_inert(r.content)) << r.content;
+    expect_golden("glob_control_names.txt", r.content);
+    EXPECT_EQ(r.metadata["files"], 4);
+}
+
+TEST_F(GlobToolTest, TheSpillQuotesNamesToo) {
+    for (int i = 0; i < 110; ++i) {
+        h.ws.put("gen/f" + std::to_string(1000 + i) + ".txt", "x", 10000 + i);
+    }
+    h.ws.put("gen/z\nforged.txt", "x", 1);
+    const ToolResult r = glob({{"pattern", "gen/*"}});
+    const std::string spilled = h.ws.get("glob-call1.txt", workspace::Root::kSpill);
+    EXPECT_TRUE(spilled.ends_with("\n\"gen/z\\nforged.txt\"\n")) << spilled;
+    EXPECT_EQ(r.metadata["truncation"]["original_lines"], 111);
+}
+
+// ---- rg failing ----------------------------------------------------------------------------
+
+workspace::RgOutcome rg_exit(int code, std::string err = {}, std::string out = {}) {
+    return {.exit_code = code, .out = std::move(out), .err = std::move(err)};
+}
+
+TEST_F(GlobToolTest, RgKilledBySignalIsAnErrorNotNoFilesMatch) {
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(128 + SIGKILL);
+    };
+    const ToolResult r = glob({{"pattern", "**/Makefile"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("glob_rg_killed.txt", r.content);
+}
+
+TEST_F(GlobToolTest, RgThatCouldNotStartIsAnError) {
+    h.ws.rg_program = "stockade-test-no-such-rg";  // the fake's real spawn fails with ENOENT
+    const ToolResult r = glob({{"pattern", "**/Makefile"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("glob_rg_not_started.txt", r.content);
+}
+
+TEST_F(GlobToolTest, RgExitingWithAnUnexplainedErrorIsAnError) {
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(2, "memory allocation of 1048576 bytes failed\n");
+    };
+    const ToolResult r = glob({{"pattern", "**/Makefile"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("glob_rg_failed.txt", r.content);
+}
+
+TEST_F(GlobToolTest, PathsRgCouldNotReadAreNamedWhenNothingMatched) {
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(2, "rg: ./private: Permission denied (os error 13)\n");
+    };
+    const ToolResult r = glob({{"pattern", "**/Makefile"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("glob_no_matches_unreadable.txt", r.content);
+    // ripgrep 13 (Debian 12's) prints the same error without its "rg: " prefix.
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(2, "./private: Permission denied (os error 13)\n");
+    };
+    const ToolResult plain = glob({{"pattern", "**/Makefile"}});
+    EXPECT_FALSE(plain.is_error) << plain.content;
+    EXPECT_EQ(plain.content, r.content);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <csignal>
 
 #include <gtest/gtest.h>
 
@@ -8,6 +9,7 @@ namespace stockade::tools {
 namespace {
 
 using testing::expect_golden;
+using testing::is_inert;
 using testing::ToolHarness;
 
 class GrepToolTest : public ::testing::Test {
@@ -145,6 +147,121 @@ TEST_F(GrepToolTest, SpillFilesCanBeSearched) {
     EXPECT_EQ(r.content,
               "1 match in 1 file for \"boom\":\n\n/state/tool-output/s1/bash-call0.txt\n  1: "
               "error: boom");
+}
+
+// ---- Inert text ----------------------------------------------------------------------------
+
+TEST_F(GrepToolTest, MatchedLinesAndFileNamesWithControlCharactersAreInert) {
+    h.ws.put("term.txt",
+             "token \x1b]52;c;aGk=\x07 then \x1b[2J and \u009b"
+             "2J\rgone\n",
+             4000);
+    h.ws.put("escape\nPASS forged-line", "token here\n", 5000);
+    const ToolResult r = grep({{"pattern", "token"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(is_inert(r.content)) << r.content;
+    expect_golden("grep_control_characters.txt", r.content);
+}
+
+TEST_F(GrepToolTest, TheSpillKeepsTheRawBytes) {
+    std::string many;
+    for (int i = 1; i <= 150; ++i) {
+        many += "needle \x1b[2J " + std::to_string(i) + "\n";
+    }
+    h.ws.put("a.txt", many);
+    const ToolResult r = grep({{"pattern", "needle"}});
+    EXPECT_TRUE(is_inert(r.content));
+    EXPECT_NE(r.content.find("  1: needle \\x1b[2J 1\n"), std::string::npos) << r.content;
+    const std::string spilled = h.ws.get("grep-call1.txt", workspace::Root::kSpill);
+    EXPECT_NE(spilled.find("  150: needle \x1b[2J 150\n"), std::string::npos) << spilled;
+}
+
+// ---- rg failing ----------------------------------------------------------------------------
+
+workspace::RgOutcome rg_exit(int code, std::string err = {}, std::string out = {}) {
+    return {.exit_code = code, .out = std::move(out), .err = std::move(err)};
+}
+
+TEST_F(GrepToolTest, RgKilledBySignalIsAnErrorNotNoMatches) {
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(128 + SIGKILL);
+    };
+    const ToolResult r = grep({{"pattern", "zebra[0-9]+"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("grep_rg_killed.txt", r.content);
+}
+
+TEST_F(GrepToolTest, RgKilledAfterSomeMatchesIsStillAnError) {
+    const std::string match =
+        R"({"type":"match","data":{"path":{"text":"./README.md"},"lines":{"text":"x\n"},)"
+        R"("line_number":1,"submatches":[]}})"
+        "\n";
+    h.ws.rg_override = [&](const workspace::RgRequest&) {
+        return rg_exit(128 + SIGSEGV, "", match);
+    };
+    const ToolResult r = grep({{"pattern", "x"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    EXPECT_EQ(r.content,
+              "grep failed: ripgrep (rg) was killed by SIGSEGV while searching /work/proj, so its "
+              "results are incomplete and none are shown. Try again; if it happens again, use "
+              "bash instead (grep -rn -e PATTERN PATH) and tell the user.");
+}
+
+TEST_F(GrepToolTest, RgThatCouldNotStartIsAnError) {
+    h.ws.rg_override = [](const workspace::RgRequest&) -> Result<workspace::RgOutcome> {
+        return Error{Errc::kUnavailable, "spawn \"/usr/bin/rg\": ENOENT", ENOENT};
+    };
+    const ToolResult r = grep({{"pattern", "ContextEngine"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("grep_rg_not_started.txt", r.content);
+}
+
+TEST_F(GrepToolTest, RgExitingWithAnUnexplainedErrorIsAnError) {
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(2,
+                       "thread 'main' panicked at 'capacity overflow'\nnote: run with "
+                       "RUST_BACKTRACE=1\n");
+    };
+    const ToolResult r = grep({{"pattern", "zebra[0-9]+"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("grep_rg_failed.txt", r.content);
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(2);
+    };
+    EXPECT_EQ(grep({{"pattern", "zebra[0-9]+"}}).content,
+              "grep failed: ripgrep (rg) exited with code 2 while searching /work/proj without "
+              "saying why. Its results may be incomplete, so none are shown. Try again; if it "
+              "happens again, use bash instead (grep -rn -e PATTERN PATH) and tell the user.");
+}
+
+TEST_F(GrepToolTest, PathsRgCouldNotReadAreNamedWhenNothingMatched) {
+    h.ws.rg_override = [](const workspace::RgRequest&) {
+        return rg_exit(2,
+                       "rg: ./config/secrets.txt: Permission denied (os error 13)\n"
+                       "rg: ./vendor/locked: Permission denied (os error 13)\n");
+    };
+    const ToolResult r = grep({{"pattern", "zebra[0-9]+"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("grep_no_matches_unreadable.txt", r.content);
+}
+
+TEST_F(GrepToolTest, RgThatCouldNotStartAtTheProcessLimitSaysSo) {
+    h.ws.rg_override = [](const workspace::RgRequest&) -> Result<workspace::RgOutcome> {
+        return errno_error("spawn \"/usr/bin/rg\"", EAGAIN);
+    };
+    const ToolResult r = grep({{"pattern", "ContextEngine"}});
+    EXPECT_TRUE(r.is_error) << r.content;
+    expect_golden("grep_rg_not_started_at_limit.txt", r.content);
+}
+
+TEST_F(GrepToolTest, RgMissingFromThePathIsAnError) {
+    h.ws.rg_program = "stockade-test-no-such-rg";  // the fake's real spawn fails with ENOENT
+    const ToolResult r = grep({{"pattern", "ContextEngine"}});
+    EXPECT_TRUE(r.is_error);
+    EXPECT_TRUE(
+        r.content.starts_with("grep could not search /work/proj: ripgrep (rg) could not "
+                              "be started in the sandbox: ENOENT"))
+        << r.content;
 }
 
 }  // namespace

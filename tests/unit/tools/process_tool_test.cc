@@ -62,6 +62,24 @@ TEST_F(ProcessToolTest, StartShowsTheFirstOutput) {
     EXPECT_EQ(m["pid"], 41000);
 }
 
+TEST_F(ProcessToolTest, TerminalControlSequencesReachTheModelAsPlainText) {
+    h.pm.scripts["npm run dev"] =
+        FakeScript{.output =
+                       "\x1b]52;c;cHduZWQ=\x07"
+                       "copied\r\n\x1b]0;owned\x1b\\titled\r\n\x1b[2J\x1b[H"
+                       "cleared\x07\r\n\u009b"
+                       "2J c1\r\n",
+                   .keeps_running = true};
+    const ToolResult r = process({{"action", "start"}, {"command", "npm run dev"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(testing::is_inert(r.content)) << r.content;
+    EXPECT_NE(r.content.find("copied\n"), std::string::npos) << r.content;
+    EXPECT_NE(r.content.find("titled\n"), std::string::npos) << r.content;
+    EXPECT_NE(r.content.find("cleared\n"), std::string::npos) << r.content;
+    EXPECT_NE(r.content.find("\\u009b2J c1"), std::string::npos) << r.content;
+    EXPECT_EQ(r.content.find("52;"), std::string::npos) << r.content;
+}
+
 TEST_F(ProcessToolTest, StartWithoutOutputYet) {
     h.pm.scripts["python3 -m http.server"] = FakeScript{.keeps_running = true};
     const ToolResult r = process({{"action", "start"}, {"command", "python3 -m http.server"}});

@@ -10,6 +10,7 @@ namespace stockade::tools {
 namespace {
 
 using testing::expect_golden;
+using testing::is_inert;
 using testing::ToolHarness;
 
 std::string numbered(int n, const std::string& prefix = "line ") {
@@ -198,6 +199,77 @@ TEST_F(ReadToolTest, InvalidUtf8IsReplacedSoTheResultIsValidJson) {
     const ToolResult r = h.call("read", {{"file_path", "latin1.txt"}});
     EXPECT_TRUE(is_valid_utf8(r.content));
     EXPECT_NE(r.content.find("caf\uFFFD"), std::string::npos);
+}
+
+// A file that would drive a terminal: OSC 52 (clipboard), OSC 0 (title), CSI 2J (clear), BEL,
+// DEL, an 8-bit CSI as UTF-8 (U+009B), a lone CR; one CRLF line in an otherwise LF file.
+const std::string kTerminalFile =
+    "echo '\x1b]52;c;cHduZWQ=\x07'\n"
+    "\x1b]0;owned\x1b\\ title\n"
+    "\x1b[2J\x1b[H cleared\n"
+    "bell\x07 del\x7f c1 \u009b"
+    "2J\n"
+    "progress 10%\rprogress 100%\n"
+    "crlf line\r\n"
+    "\ttab stays; \\x1b stays text\n";
+
+TEST_F(ReadToolTest, ControlCharactersInAFileAreShownEscaped) {
+    h.ws.put("term.txt", kTerminalFile);
+    const ToolResult r = h.call("read", {{"file_path", "term.txt"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(is_inert(r.content)) << r.content;
+    expect_golden("read_control_characters.txt", r.content);
+    // The stamp is of the raw bytes, so an edit can follow.
+    const auto stamp = h.stamps.get("/work/proj/term.txt");
+    ASSERT_TRUE(stamp.has_value());
+    EXPECT_EQ(stamp->sha256, sha256_hex(kTerminalFile));
+}
+
+TEST_F(ReadToolTest, APageWithoutControlCharactersHasNoEscapeNote) {
+    h.ws.put("term.txt", kTerminalFile);
+    const ToolResult r = h.call("read", {{"file_path", "term.txt"}, {"offset", 7}});
+    EXPECT_EQ(r.content, "/work/proj/term.txt\n     7\u2192\ttab stays; \\x1b stays text");
+}
+
+TEST_F(ReadToolTest, EscapesCountTowardsThePageLimit) {
+    // 60 lines of 1,000 ESCs: 4 KB each once shown, so the 50 KB page ends after 12 of them.
+    std::string text;
+    for (int i = 0; i < 60; ++i) {
+        text += std::string(1000, '\x1b') + "\n";
+    }
+    h.ws.put("esc.txt", text);
+    const ToolResult r = h.call("read", {{"file_path", "esc.txt"}});
+    EXPECT_EQ(r.metadata["last_line"], 12) << r.metadata.dump();
+    EXPECT_LE(r.content.size(), size_t{51} * 1024);
+    EXPECT_FALSE(r.metadata.contains("truncation")) << "the backstop had nothing to cut";
+}
+
+TEST_F(ReadToolTest, DirectoryListingQuotesNamesWithControlCharacters) {
+    h.ws.put("odd/escape\nPASS forged-line", "x");
+    h.ws.put("odd/\x1b]0;owned\x07.txt", "x");
+    h.ws.put("odd/plain.txt", "x");
+    h.ws.put("odd/sub\tdir/inner\x1b[2J", "x");
+    const ToolResult r = h.call("read", {{"file_path", "odd"}});
+    EXPECT_FALSE(r.is_error) << r.content;
+    EXPECT_TRUE(is_inert(r.content)) << r.content;
+    expect_golden("read_directory_control_names.txt", r.content);
+}
+
+TEST_F(ReadToolTest, AFileWhoseNameHoldsANewlineHasAQuotedHeader) {
+    h.ws.put("escape\nPASS forged-line", "x\n");
+    const ToolResult r = h.call("read", {{"file_path", "escape\nPASS forged-line"}});
+    EXPECT_EQ(r.content, "\"/work/proj/escape\\nPASS forged-line\"\n     1\u2192x");
+    EXPECT_EQ(r.metadata["title"], "Read \"escape\\nPASS forged-line\" \u00b7 lines 1\u20131 of 1");
+    EXPECT_EQ(r.metadata["path"], "/work/proj/escape\nPASS forged-line");
+}
+
+TEST_F(ReadToolTest, NotFoundSuggestionsAreQuotedWhenTheyHoldControlCharacters) {
+    h.ws.put("docs/report\x1b[2J.md", "x");
+    h.ws.put("docs/report\n.md", "x");
+    const ToolResult r = h.call("read", {{"file_path", "docs/report.md"}});
+    EXPECT_TRUE(r.is_error);
+    EXPECT_TRUE(is_inert(r.content)) << r.content;
+    expect_golden("read_not_found_control_suggestions.txt", r.content);
 }
 
 TEST_F(ReadToolTest, SpilledOutputsCanBeRead) {

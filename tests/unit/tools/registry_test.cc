@@ -144,6 +144,35 @@ TEST(BackstopTest, SmallContentIsUntouchedButMadeValidUtf8) {
     EXPECT_EQ(r.content, "bad \uFFFD byte");
 }
 
+TEST(BackstopTest, ControlCharactersAreEscapedInTheContentAndTheTitle) {
+    ToolHarness h;
+    ToolResult r;
+    r.content =
+        "a\x1b]52;c;aGk=\x07 b\x1b[2J\tc\r\nd\u009b"
+        "2J\x7f";
+    r.metadata = {{"title", "Read \x1b]0;owned\x07\nline2\tx"}, {"path", "raw\x1b"}};
+    apply_backstop(r, h.ctx, "read");
+    EXPECT_EQ(r.content, "a\\x1b]52;c;aGk=\\x07 b\\x1b[2J\tc\\x0d\nd\\u009b2J\\x7f");
+    EXPECT_EQ(r.metadata["title"], "Read \\x1b]0;owned\\x07\\x0aline2\\x09x");
+    EXPECT_EQ(r.metadata["path"], "raw\x1b") << "metadata other than the title is data";
+    EXPECT_TRUE(testing::is_inert(r.content));
+}
+
+TEST(BackstopTest, TheSpillKeepsTheRawBytesAndTheContentIsEscaped) {
+    ToolHarness h;
+    ToolResult r;
+    for (int i = 0; i < 20000; ++i) {
+        r.content += "\x1b[31mline " + std::to_string(i) + "\x1b[0m\n";
+    }
+    const std::string full = r.content;
+    apply_backstop(r, h.ctx, "bash");
+    EXPECT_LE(r.content.size(), kBackstopBytes);
+    EXPECT_TRUE(testing::is_inert(r.content));
+    EXPECT_TRUE(r.content.starts_with("\\x1b[31mline 0\\x1b[0m\n")) << r.content.substr(0, 80);
+    EXPECT_EQ(h.ws.get("bash-result-call1.txt", workspace::Root::kSpill), full);
+    EXPECT_EQ(r.metadata["truncation"]["original_lines"], 20000);
+}
+
 TEST(BackstopTest, OneHugeLineIsCutAtACodePoint) {
     ToolHarness h;
     h.ctx.spill = nullptr;

@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -191,6 +192,9 @@ public:
     Result<workspace::RgOutcome> run_rg(const workspace::RgRequest& req) override {
         ++rg_calls;
         last_rg_args = req.args;
+        if (rg_override) {
+            return rg_override(req);
+        }
         std::vector<std::string> argv_s = {"rg"};
         argv_s.insert(argv_s.end(), req.args.begin(), req.args.end());
         std::vector<char*> argv;
@@ -210,14 +214,16 @@ public:
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_addchdir_np(&fa, real(req.root, "").c_str());
         pid_t pid = 0;
-        const int rc = ::posix_spawnp(&pid, "rg", &fa, nullptr, argv.data(), environ);
+        const int rc = ::posix_spawnp(&pid, rg_program.c_str(), &fa, nullptr, argv.data(), environ);
         posix_spawn_file_actions_destroy(&fa);
         ::close(out_pipe[1]);
         ::close(err_pipe[1]);
         if (rc != 0) {
             ::close(out_pipe[0]);
             ::close(err_pipe[0]);
-            return errno_error("spawn rg", rc);
+            Error e = errno_error("spawn rg", rc);
+            e.code = Errc::kUnavailable;  // as LocalWorkspace reports an rg it cannot exec
+            return e;
         }
         workspace::RgOutcome out;
         std::string* sinks[2] = {&out.out, &out.err};
@@ -249,7 +255,10 @@ public:
         }
         int status = 0;
         ::waitpid(pid, &status, 0);
-        out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        // As LocalWorkspace reports them: killed by signal N is 128 + N.
+        out.exit_code = WIFEXITED(status)     ? WEXITSTATUS(status)
+                        : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                              : -1;
         if (out.out.size() > req.max_output_bytes) {
             out.out.resize(req.max_output_bytes);
             out.truncated = true;
@@ -290,6 +299,10 @@ public:
     int write_calls = 0;
     int rg_calls = 0;
     std::vector<std::string> last_rg_args;
+    // When set, run_rg answers with it instead of running rg: how the tools take an rg that
+    // could not start, was killed, or failed.
+    std::function<Result<workspace::RgOutcome>(const workspace::RgRequest&)> rg_override;
+    std::string rg_program = "rg";  // looked up on PATH
 
 private:
     std::string ws_dir_;
@@ -377,6 +390,24 @@ private:
     TempSpill spill_;
     std::map<std::string, std::unique_ptr<Tool>> tools_;
 };
+
+// ---- Inert text ----------------------------------------------------------------------------
+
+// Nothing a terminal would act on: no C0 control but newline and tab, no DEL, and no C1
+// control (U+0080-U+009F, C2 80..C2 9F in UTF-8). Written apart from tools/text.cc on purpose.
+inline bool is_inert(std::string_view s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+        const auto u = static_cast<unsigned char>(s[i]);
+        if ((u < 0x20U && s[i] != '\n' && s[i] != '\t') || u == 0x7FU) {
+            return false;
+        }
+        if (u == 0xC2U && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80U &&
+            static_cast<unsigned char>(s[i + 1]) <= 0x9FU) {
+            return false;
+        }
+    }
+    return true;
+}
 
 // ---- Golden files ------------------------------------------------------------------------
 
