@@ -7,6 +7,7 @@
 
 #include "images/image.h"
 #include "runner/host_environment.h"
+#include "runner/run_command.h"
 #include "sandbox/features.h"
 
 namespace stockade::runner {
@@ -28,6 +29,7 @@ int doctor_command() {
         return 1;
     }
     fmt::print("isolation: --isolation auto chooses \"{}\"\n", sandbox::isolation_name(*level));
+    fmt::print("default limits: {}\n", describe_limits(RunOptions{}, current_caller()));
     // What a sandbox on this directory (the default workspace) would not see of your PATH.
     std::error_code ec;
     std::vector<std::string> visible = images::image_readable_paths("host");

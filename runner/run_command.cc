@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -357,8 +358,42 @@ Result<Resolved> resolve_isolation(Isolation requested) {
     return Resolved{.level = level, .cgroups = std::move(features.cgroups)};
 }
 
+uint64_t default_memory_bytes(uint64_t host_memory_bytes) {
+    return std::max<uint64_t>(host_memory_bytes / 2, uint64_t{512} << 20);
+}
+
+void apply_hosted_quotas(RunOptions& options) {
+    for (auto [field, value] :
+         {std::pair{&options.memory, "2G"}, std::pair{&options.pids, "512"},
+          std::pair{&options.cpu, "1"}, std::pair{&options.tmp_size, "512M"}}) {
+        if (field->empty()) {
+            *field = value;
+        }
+    }
+}
+
+std::string describe_limits(const RunOptions& options, const CallerContext& caller) {
+    const auto gib = [](uint64_t bytes) {
+        return fmt::format("{:.1f}G", static_cast<double>(bytes) / static_cast<double>(1ULL << 30));
+    };
+    std::string memory =
+        !options.memory.empty() ? options.memory
+        : caller.memory_bytes > 0
+            ? fmt::format("{} (half of this host's, where a memory cgroup applies)",
+                          gib(default_memory_bytes(caller.memory_bytes)))
+            : std::string("none");
+    return fmt::format("memory {}, pids {}, cpu {}, /tmp {}", memory,
+                       options.pids.empty() ? std::to_string(kDefaultPids) : options.pids,
+                       options.cpu.empty() ? std::string("all") : options.cpu,
+                       options.tmp_size.empty() ? std::string("1G") : options.tmp_size);
+}
+
 CallerContext current_caller() {
     CallerContext caller;
+    struct sysinfo info {};
+    if (::sysinfo(&info) == 0) {
+        caller.memory_bytes = static_cast<uint64_t>(info.totalram) * info.mem_unit;
+    }
     std::error_code ec;
     caller.cwd = std::filesystem::current_path(ec).string();
     caller.euid = ::geteuid();
@@ -411,7 +446,11 @@ Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContex
             return usage("--memory: at least 4M is needed to start a process");
         }
         spec.limits.memory_bytes = bytes;
+    } else if (caller.memory_bytes > 0) {
+        spec.limits.memory_bytes = default_memory_bytes(caller.memory_bytes);
+        spec.limits.memory_is_default = true;
     }
+    spec.limits.pids = kDefaultPids;
     if (!options.pids.empty()) {
         ASSIGN_OR_RETURN(uint64_t pids, parsed("--pids", parse_uint(options.pids, 2, 4'194'304)));
         spec.limits.pids = pids;

@@ -66,7 +66,22 @@ struct CallerContext {
     gid_t egid = 0;
     std::vector<std::string> environ;  // "NAME=VALUE"
     std::array<bool, 3> tty_fds{};
+    uint64_t memory_bytes = 0;  // the host's RAM (sysinfo), for the default memory limit
 };
+
+// The limits a sandbox has when the caller names none: a share of the host's memory (where a
+// memory cgroup applies: an address-space rlimit would break runtimes that reserve far more
+// than they use, such as V8 and the JVM), a pids limit, and a 1 GiB /tmp (Limits::tmp_bytes).
+inline constexpr uint64_t kDefaultPids = 4096;
+uint64_t default_memory_bytes(uint64_t host_memory_bytes);  // half of it, at least 512 MiB
+
+// `--mode hosted` ("quotas on"): tighter limits for what the options leave unset — memory
+// 2G, pids 512, cpu 1, /tmp 512M.
+void apply_hosted_quotas(RunOptions& options);
+
+// "memory 11.8G (half of this host's; a memory cgroup only), pids 4096, /tmp 1G" — the limits a
+// sandbox made from `options` gets, for the banner and doctor.
+std::string describe_limits(const RunOptions& options, const CallerContext& caller);
 
 // Turns the options into a spec (isolation left as requested; kAuto resolved at launch).
 // Errors are usage errors (kInvalidArgument, kNotFound), each one line naming the fix.

@@ -66,11 +66,12 @@ void print_banner(const Session& session) {
         stderr,
         "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
         "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
+        "  Limits: {} (--memory, --pids, --cpu, --tmp-size).\n"
         "  Commits in the sandbox are made as {} <{}> (--git-identity to change it).\n"
         "  Event log: {}\n"
         "  Resume later with: stockade serve --workspace {} --resume {}\n{}",
-        session.paths().id, ws, ws, id.name, id.email, session.paths().events, ws,
-        session.paths().id,
+        session.paths().id, ws, ws, describe_limits(session.sandbox(), current_caller()), id.name,
+        id.email, session.paths().events, ws, session.paths().id,
         hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible)));
 }
 

@@ -147,6 +147,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     // Deny rules on paths become masks and read-only mounts in the worker's view, so that
     // they hold for whatever a command does; network.access decides the network namespace.
     RunOptions sandbox = config.sandbox;
+    if (session->policy_->quotas()) {
+        apply_hosted_quotas(sandbox);  // --mode hosted: what the flags leave unset is tighter
+    }
     for (const auto& note :
          apply_sandbox_settings(session->policy_->sandbox(), session->workspace_, sandbox)) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "sandbox settings: {}", note);

@@ -157,7 +157,7 @@ std::vector<RlimitSetting> make_rlimits(const SandboxSpec& spec, const CgroupLea
         nproc = spec.limits.nproc_fallback;
     }
     set(RLIMIT_NPROC, nproc);
-    if (spec.limits.memory_bytes && !cgroup_memory) {
+    if (spec.limits.memory_bytes && !cgroup_memory && !spec.limits.memory_is_default) {
         set(RLIMIT_AS, *spec.limits.memory_bytes);
     }
     set(RLIMIT_SIGPENDING, spec.limits.sigpending);

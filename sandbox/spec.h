@@ -53,6 +53,7 @@ struct Symlink {
 
 struct Limits {
     std::optional<uint64_t> memory_bytes;  // cgroup memory.max (+swap 0), else RLIMIT_AS
+    bool memory_is_default = false;        // not asked for: a memory cgroup only, never RLIMIT_AS
     std::optional<uint64_t> pids;          // cgroup pids.max, else RLIMIT_NPROC
     std::optional<double> cpu;             // cgroup cpu.max in CPUs (0.5 = half a CPU)
     uint64_t tmp_bytes = 1ULL << 30;       // size of the /tmp tmpfs

@@ -134,5 +134,34 @@ TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
     }
 }
 
+TEST_F(BuildRunSpecTest, WithoutLimitsASandboxStillHasSome) {
+    caller_.memory_bytes = uint64_t{16} << 30;
+    auto spec = build_run_spec(options_, caller_);
+    ASSERT_TRUE(spec) << spec.error().message;
+    EXPECT_EQ(spec->limits.memory_bytes, uint64_t{8} << 30);
+    EXPECT_TRUE(spec->limits.memory_is_default) << "never an address-space rlimit";
+    EXPECT_EQ(spec->limits.pids, kDefaultPids);
+    EXPECT_EQ(spec->limits.tmp_bytes, uint64_t{1} << 30);
+    options_.memory = "2G";
+    options_.pids = "100";
+    spec = build_run_spec(options_, caller_);
+    ASSERT_TRUE(spec);
+    EXPECT_EQ(spec->limits.memory_bytes, uint64_t{2} << 30);
+    EXPECT_FALSE(spec->limits.memory_is_default);
+    EXPECT_EQ(spec->limits.pids, 100U);
+    EXPECT_EQ(default_memory_bytes(uint64_t{512} << 20), uint64_t{512} << 20);
+}
+
+TEST(HostedQuotasTest, FillOnlyWhatTheOptionsLeaveUnset) {
+    RunOptions o;
+    o.pids = "64";
+    apply_hosted_quotas(o);
+    EXPECT_EQ(o.memory, "2G");
+    EXPECT_EQ(o.pids, "64");
+    EXPECT_EQ(o.cpu, "1");
+    EXPECT_EQ(o.tmp_size, "512M");
+    EXPECT_EQ(describe_limits(o, CallerContext{}), "memory 2G, pids 64, cpu 1, /tmp 512M");
+}
+
 }  // namespace
 }  // namespace stockade::runner
