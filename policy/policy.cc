@@ -218,6 +218,17 @@ RequestOutcome Policy::evaluate_one(const CapabilityRequest& request) const {
     return out;
 }
 
+bool Policy::has_file_rules() const {
+    for (const auto& lists : index_) {
+        for (CapabilityKind kind : {CapabilityKind::kFileRead, CapabilityKind::kFileWrite}) {
+            if (!lists[kind_index(kind)].empty()) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 CallDecision Policy::evaluate(std::span<const CapabilityRequest> requests) const {
     CallDecision out;
     out.outcomes.reserve(requests.size());

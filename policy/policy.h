@@ -61,6 +61,10 @@ public:
     [[nodiscard]] ToolVisibility visibility(std::string_view tool) const;
     [[nodiscard]] bool hidden(std::string_view tool) const { return visibility(tool).hidden; }
 
+    // Whether a rule of any list can match a file request: only then does it matter which file
+    // a path reaches through symlinks (the default decides by kind, not by path).
+    [[nodiscard]] bool has_file_rules() const;
+
     [[nodiscard]] Preset preset() const { return preset_; }
     [[nodiscard]] Mode mode() const { return mode_; }
     [[nodiscard]] bool quotas() const { return mode_traits(mode_).quotas; }

@@ -123,6 +123,7 @@ struct ProcessManagerImpl::Proc {
     Clock::time_point last_output{};
 
     tools::ProcessState state = tools::ProcessState::kRunning;
+    workspace::Leftovers leftovers;  // what the worker stopped when the leader ended
     std::optional<int> exit_code;
     std::optional<int> signal;
     std::string failure;
@@ -147,7 +148,7 @@ struct ProcessManagerImpl::Proc {
     asio::posix::stream_descriptor out;
     asio::posix::stream_descriptor status;
     std::unique_ptr<char[]> chunk;
-    std::array<unsigned char, 4> status_bytes{};
+    std::unique_ptr<char[]> report;  // the exit report, read until EOF
 };
 
 // The Asio thread: one io_context that reads every output and status pipe.
@@ -175,40 +176,10 @@ ProcessManagerImpl::ProcessManagerImpl(workspace::Workspace& spawner, ProcessMan
       config_(std::move(config)),
       events_(std::move(events)),
       next_public_(std::max(config_.first_id, 1)),
-      reader_(std::make_unique<Reader>()) {
-    killer_ = std::thread([this] {
-        std::unique_lock lock(kills_mu_);
-        for (;;) {
-            if (kills_stop_) {
-                return;
-            }
-            if (kills_.empty()) {
-                kills_cv_.wait(lock);
-                continue;
-            }
-            auto next = std::min_element(kills_.begin(), kills_.end(),
-                                         [](auto& a, auto& b) { return a.first < b.first; });
-            if (Clock::now() < next->first) {
-                kills_cv_.wait_until(lock, next->first);
-                continue;
-            }
-            std::shared_ptr<Proc> p = std::move(next->second);
-            kills_.erase(next);
-            lock.unlock();
-            (void)signal(*p, SIGKILL);
-            lock.lock();
-        }
-    });
-}
+      reader_(std::make_unique<Reader>()) {}
 
 ProcessManagerImpl::~ProcessManagerImpl() {
     stop_all(std::chrono::milliseconds{1'000});
-    {
-        std::lock_guard lock(kills_mu_);
-        kills_stop_ = true;
-    }
-    kills_cv_.notify_all();
-    killer_.join();
     {
         // The descriptors of a process belong to the io_context: drop the table's references
         // while it still exists. The handlers' references go with the io_context's shutdown.
@@ -216,7 +187,6 @@ ProcessManagerImpl::~ProcessManagerImpl() {
         procs_.clear();
         order_.clear();
     }
-    kills_.clear();   // the killer thread has ended
     reader_.reset();  // joins the reader thread; pending handlers are dropped with io_context
 }
 
@@ -411,20 +381,19 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
             on_status(*p, std::nullopt);
             return;
         }
-        asio::async_read(p->status, asio::buffer(p->status_bytes),
-                         [this, p](const boost::system::error_code& err, size_t n) {
-                             std::optional<int> st;
-                             if (!err && n == 4) {
-                                 uint32_t v = uint32_t{p->status_bytes[0]} |
-                                              (uint32_t{p->status_bytes[1]} << 8) |
-                                              (uint32_t{p->status_bytes[2]} << 16) |
-                                              (uint32_t{p->status_bytes[3]} << 24);
-                                 st = static_cast<int>(v);
-                             }
-                             boost::system::error_code ignored;
-                             p->status.close(ignored);
-                             on_status(*p, st);
-                         });
+        p->report = std::make_unique<char[]>(workspace::kMaxExitReportBytes);
+        asio::async_read(
+            p->status, asio::buffer(p->report.get(), workspace::kMaxExitReportBytes),
+            [this, p](const boost::system::error_code&, size_t n) {
+                // Read until EOF (the worker writes the report at once, then
+                // closes) or until the buffer is full, which no report fills.
+                std::optional<workspace::ExitReport> report =
+                    workspace::decode_exit_report(std::string_view(p->report.get(), n));
+                p->report.reset();
+                boost::system::error_code ignored;
+                p->status.close(ignored);
+                on_status(*p, std::move(report));
+            });
     });
 
     std::lock_guard lock(mu_);
@@ -507,7 +476,9 @@ void ProcessManagerImpl::on_output_closed(Proc& p) {
     changed_.notify_all();
 }
 
-void ProcessManagerImpl::on_status(Proc& p, std::optional<int> wait_status) {
+void ProcessManagerImpl::on_status(Proc& p, std::optional<workspace::ExitReport> report) {
+    const std::optional<int> wait_status =
+        report ? std::optional<int>(report->wait_status) : std::nullopt;
     nlohmann::json fields;
     {
         std::lock_guard lock(mu_);
@@ -526,6 +497,7 @@ void ProcessManagerImpl::on_status(Proc& p, std::optional<int> wait_status) {
             } else {
                 p.exit_code = WEXITSTATUS(*wait_status);
             }
+            p.leftovers = std::move(report->leftovers);
         }
         p.input.reset();
         p.pidfd.reset();
@@ -539,6 +511,10 @@ void ProcessManagerImpl::on_status(Proc& p, std::optional<int> wait_status) {
              std::chrono::duration_cast<std::chrono::milliseconds>(p.ended_at - p.started).count()},
             {"output_bytes", p.ring.total()},
             {"background", !p.foreground}};
+        if (p.leftovers.count > 0) {
+            fields["leftovers_stopped"] = p.leftovers.count;
+            fields["leftover_names"] = p.leftovers.names;
+        }
         ++p.changes;
         changed_.notify_all();
     }
@@ -586,6 +562,8 @@ tools::ProcessInfo ProcessManagerImpl::info_locked(const Proc& p) const {
         .output_lines = lines,
         .output_closed = p.output_closed,
         .failure = p.failure,
+        .leftovers = p.leftovers.count,
+        .leftover_names = p.leftovers.names,
     };
 }
 
@@ -881,24 +859,29 @@ Status ProcessManagerImpl::kill(const std::string& id) {
     return {};
 }
 
-Result<bool> ProcessManagerImpl::stop_leftovers(const std::string& id) {
-    ASSIGN_OR_RETURN(auto p, find(id));
-    bool left = signal(*p, SIGTERM);
-    if (left) {
-        if (p->pty) {
-            (void)signal(*p, SIGHUP);
+Result<tools::ProcessLoad> ProcessManagerImpl::load() {
+    ASSIGN_OR_RETURN(workspace::ProcessCensus census, spawner_.census());
+    tools::ProcessLoad load{.total = census.total, .limit = config_.pids_limit};
+    std::lock_guard lock(mu_);
+    // A command leads its own session: the census counts by session, this table by leader.
+    std::map<int, const Proc*> running;
+    for (const auto& [id, p] : procs_) {
+        if (!p->foreground && p->state == tools::ProcessState::kRunning) {
+            running.emplace(p->pid, p.get());
         }
-        schedule_kill(p, std::chrono::milliseconds{3'000});
     }
-    return left;
-}
-
-void ProcessManagerImpl::schedule_kill(std::shared_ptr<Proc> p, std::chrono::milliseconds after) {
-    {
-        std::lock_guard lock(kills_mu_);
-        kills_.emplace_back(Clock::now() + after, std::move(p));
+    for (const workspace::ProcessCensus::Session& session : census.sessions) {
+        if (auto it = running.find(session.sid); it != running.end()) {
+            load.holders.push_back({.id = it->second->id,
+                                    .command = it->second->command,
+                                    .processes = session.processes});
+        } else {
+            load.elsewhere += session.processes;
+        }
     }
-    kills_cv_.notify_all();
+    std::stable_sort(load.holders.begin(), load.holders.end(),
+                     [](const auto& a, const auto& b) { return a.processes > b.processes; });
+    return load;
 }
 
 Result<std::string> ProcessManagerImpl::adopt(const std::string& id) {

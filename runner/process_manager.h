@@ -27,6 +27,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "tools/process_manager.h"
+#include "workspace/exit_report.h"
 #include "workspace/workspace.h"
 
 namespace stockade::runner {
@@ -45,7 +46,8 @@ struct ProcessManagerConfig {
     // After the leader ended, output that stays quiet this long counts as drained even when a
     // leftover child keeps the output open.
     std::chrono::milliseconds drain_quiet{100};
-    int first_id = 1;  // of "p<N>" (a resumed session continues its numbering)
+    int first_id = 1;                      // of "p<N>" (a resumed session continues its numbering)
+    std::optional<uint64_t> pids_limit{};  // the sandbox's process limit, for load()
 };
 
 // "ProcessStarted" / "ProcessExited" with their fields, for the event log.
@@ -67,6 +69,7 @@ public:
     std::vector<tools::ProcessInfo> list() override;
     Result<tools::ProcessInfo> info(const std::string& id) override;
     Result<std::vector<std::string>> path_commands() override;
+    Result<tools::ProcessLoad> load() override;
     Result<tools::ProcessInfo> wait_exit(
         const std::string& id, std::chrono::steady_clock::time_point until, std::stop_token stop,
         const std::function<void(const tools::ProcessInfo&)>& tick) override;
@@ -83,7 +86,6 @@ public:
     Result<tools::ProcessInfo> stop(const std::string& id,
                                     std::chrono::milliseconds grace) override;
     Status kill(const std::string& id) override;
-    Result<bool> stop_leftovers(const std::string& id) override;
     Result<std::string> adopt(const std::string& id) override;
     void forget(const std::string& id) override;
 
@@ -114,9 +116,8 @@ private:
     // Called on the reader thread.
     void on_output(Proc& p, const char* data, size_t n);
     void on_output_closed(Proc& p);
-    void on_status(Proc& p, std::optional<int> wait_status);
-    // Background SIGKILLs after a grace period (stop_leftovers).
-    void schedule_kill(std::shared_ptr<Proc> p, std::chrono::milliseconds after);
+    // The worker's exit report; nullopt when the status pipe closed without one.
+    void on_status(Proc& p, std::optional<workspace::ExitReport> report);
 
     workspace::Workspace& spawner_;
     const ProcessManagerConfig config_;
@@ -132,12 +133,6 @@ private:
     int next_foreground_ = 1;                             // guarded by mu_
 
     std::unique_ptr<Reader> reader_;  // the Asio thread
-
-    std::mutex kills_mu_;
-    std::condition_variable kills_cv_;
-    std::vector<std::pair<std::chrono::steady_clock::time_point, std::shared_ptr<Proc>>> kills_;
-    bool kills_stop_ = false;
-    std::thread killer_;
 };
 
 }  // namespace stockade::runner

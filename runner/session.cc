@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/syscall.h"
 #include "policy/tool_requests.h"
 #include "runner/host_environment.h"
@@ -154,11 +156,6 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
          apply_sandbox_settings(session->policy_->sandbox(), session->workspace_, sandbox)) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "sandbox settings: {}", note);
     }
-    Enforcement enforcement = enforcement_for(*session->policy_, session->workspace_);
-    for (const auto& note : enforcement.notes) {
-        SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
-    }
-    apply_enforcement(enforcement, sandbox);
     // Commits made inside need an identity; HOME there is /tmp, so no config file gives one.
     GitIdentity identity = fallback_git_identity();
     if (!sandbox.git_identity.empty()) {
@@ -172,7 +169,6 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     sandbox.env = std::move(env);
     sandbox.network = session_network(*session->policy_, sandbox.network);
     session->network_ = sandbox.network;
-    session->protected_ = protected_paths(sandbox, session->workspace_);
 
     // A root supervisor gives the session a host uid of its own: the kernel's per-user counts
     // that its sandbox draws on are then never another session's.
@@ -186,6 +182,13 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     } else if (sandbox.host_uid && !sandbox.host_gid) {
         sandbox.host_gid = *sandbox.host_uid;
     }
+    const RunOptions before_rules = sandbox;
+    Enforcement enforcement = enforcement_for(*session->policy_, session->workspace_);
+    for (const auto& note : enforcement.notes) {
+        SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
+    }
+    apply_enforcement(enforcement, sandbox);
+    session->protected_ = protected_paths(sandbox, session->workspace_);
     session->sandbox_ = sandbox;
 
     // The supervisor's own records stay out of the sandbox's reach: a state directory the
@@ -222,10 +225,20 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         session->tools_.push_back(std::move(tool));
     }
     EventLog* raw_log = session->log_.get();
+    // A later worker (a restart, after a crash or a kill) masks what the rules match then, not
+    // the paths they matched at the start: a file that moved is protected under its new name.
+    auto rederive = [policy = session->policy_.get(), workspace = session->workspace_,
+                     before_rules]() {
+        RunOptions options = before_rules;
+        const Enforcement now = enforcement_for(*policy, workspace);
+        apply_enforcement(now, options);
+        return options;
+    };
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
                                                      .spill_dir = session->paths_.tool_output,
-                                                     .sandbox = sandbox},
+                                                     .sandbox = sandbox,
+                                                     .rederive = rederive},
                                         [raw_log](std::string_view type, nlohmann::json fields) {
                                             raw_log->append(type, std::move(fields), true);
                                         });
@@ -247,10 +260,15 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,
-        ProcessManagerConfig{.log_dir = session->paths_.tool_output + "/process-logs",
-                             .log_parent_fd = session->paths_.tool_output_fd.get(),
-                             .log_cap_bytes = config.process_log_cap_bytes,
-                             .first_id = next_process},
+        ProcessManagerConfig{
+            .log_dir = session->paths_.tool_output + "/process-logs",
+            .log_parent_fd = session->paths_.tool_output_fd.get(),
+            .log_cap_bytes = config.process_log_cap_bytes,
+            .first_id = next_process,
+            .pids_limit =
+                parse_uint(sandbox.pids.empty() ? std::to_string(kDefaultPids) : sandbox.pids, 1,
+                           UINT64_MAX)
+                    .value_or(kDefaultPids)},
         [raw_log](std::string_view type, nlohmann::json fields) {
             // A foreground command's start and end need no fsync of their own: its
             // ToolCompleted is durable and follows within the call. (An adopted command's
@@ -357,7 +375,8 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                  false);
 
     tools::ToolResult result;
-    std::string note;  // from the gate, for the model, after the tool's output
+    std::string note;     // from the gate, for the model, after the tool's output
+    PathAliases aliases;  // from the gate: the paths of the call that are symlinks
     tools::ToolContext ctx{.session_id = paths_.id,
                            .call_id = call_id,
                            .ws = worker_.get(),
@@ -372,9 +391,14 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
         result.content = valid.error().message;
         result.is_error = true;
-    } else if (auto refused = gate(name, arguments, info, call_id, note)) {
+    } else if (auto refused = gate(name, arguments, info, call_id, note, aliases)) {
         result = std::move(*refused);
     } else {
+        if (policy_->has_file_rules()) {
+            ctx.may_read = [this, &name, &aliases](const std::string& path) {
+                return may_read(name, path, aliases);
+            };
+        }
         log_->append("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
         try {
             result = tool->execute(arguments, ctx);
@@ -434,7 +458,8 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
 std::optional<tools::ToolResult> Session::gate(const std::string& name,
                                                const nlohmann::json& arguments,
                                                const mcp::CallInfo& info,
-                                               const std::string& call_id, std::string& note) {
+                                               const std::string& call_id, std::string& note,
+                                               PathAliases& aliases) {
     const bool sandbox_network = network_ == "host";
     auto requests =
         policy::tool_requests(name, arguments, session_request_context(workspace_, network_));
@@ -456,6 +481,7 @@ std::optional<tools::ToolResult> Session::gate(const std::string& name,
     if (!requests) {
         return refusal(requests.error().message, nullptr);
     }
+    aliases = add_real_paths(name, *requests);
     {
         std::lock_guard lock(grants_mu_);
         std::erase_if(*requests, [&](const policy::CapabilityRequest& r) {
@@ -536,6 +562,67 @@ std::optional<tools::ToolResult> Session::gate(const std::string& name,
         return std::nullopt;
     }
     return refusal(declined_text(decision, choice == "deny" ? "deny" : action), &decision);
+}
+
+Session::PathAliases Session::add_real_paths(const std::string& tool,
+                                             std::vector<policy::CapabilityRequest>& requests) {
+    static constexpr std::array<std::string_view, 5> kFileTools = {"read", "write", "edit", "grep",
+                                                                   "glob"};
+    PathAliases aliases;
+    if (std::find(kFileTools.begin(), kFileTools.end(), tool) == kFileTools.end() ||
+        !policy_->has_file_rules()) {
+        return aliases;
+    }
+    const size_t given = requests.size();
+    for (size_t i = 0; i < given; ++i) {
+        const policy::CapabilityRequest& request = requests[i];
+        if (request.kind != policy::CapabilityKind::kFileRead &&
+            request.kind != policy::CapabilityKind::kFileWrite) {
+            continue;
+        }
+        std::string relative;
+        if (request.path.starts_with(workspace_ + "/")) {
+            relative = request.path.substr(workspace_.size() + 1);
+        } else if (request.path != workspace_) {
+            continue;  // a symlink cannot lead out of the workspace: no other root to resolve
+        }
+        // Where the name leads in the worker's view; if the worker cannot say, the tool's own
+        // access meets the same resolution and fails the same way.
+        auto real = worker_->real_path(workspace::Root::kWorkspace, relative);
+        if (!real || real->path == relative) {
+            continue;
+        }
+        policy::CapabilityRequest through = request;
+        through.path = real->path.empty() ? workspace_ : workspace_ + "/" + real->path;
+        through.reason = fmt::format("{} leads there through a symlink", request.path);
+        aliases.emplace_back(request.path, through.path);
+        requests.push_back(std::move(through));
+    }
+    return aliases;
+}
+
+bool Session::may_read(const std::string& tool, const std::string& path,
+                       const PathAliases& aliases) {
+    auto allowed = [&](const std::string& p) {
+        const policy::CapabilityRequest request{
+            .kind = policy::CapabilityKind::kFileRead, .tool = tool, .path = p};
+        const policy::RequestOutcome outcome = policy_->evaluate_one(request);
+        if (outcome.decision == policy::Decision::kAllow) {
+            return true;
+        }
+        std::lock_guard lock(grants_mu_);
+        return outcome.decision == policy::Decision::kAsk && grants_.contains(grant_key(request));
+    };
+    if (!allowed(path)) {
+        return false;
+    }
+    // Found beneath a search root that is a symlink: the file's own path is beneath its target.
+    for (const auto& [given, real] : aliases) {
+        if (path.starts_with(given + "/") && !allowed(real + path.substr(given.size()))) {
+            return false;
+        }
+    }
+    return true;
 }
 
 mcp::ToolCallResult Session::call(const std::string& name, const nlohmann::json& arguments,

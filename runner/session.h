@@ -9,6 +9,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/result.h"
 #include "runner/event_log.h"
@@ -75,9 +77,20 @@ private:
     // Steps 2–4 of a call: its capability requests, the policy's decision, and an ask put to
     // the user when the client can elicit. nullopt: run the call; else the refusal to return.
     // `note`: what the model must also be told when the call runs (network_note).
+    // `aliases`: the call's paths that lead elsewhere through a symlink, with where.
+    using PathAliases = std::vector<std::pair<std::string, std::string>>;
     std::optional<tools::ToolResult> gate(const std::string& name, const nlohmann::json& arguments,
                                           const mcp::CallInfo& info, const std::string& call_id,
-                                          std::string& note);
+                                          std::string& note, PathAliases& aliases);
+
+    // Step 2 of a file tool's call when rules name files: the requests for the paths its
+    // names reach through symlinks, so that a rule holds for a file under any name. Returns
+    // those paths (given, real).
+    PathAliases add_real_paths(const std::string& tool,
+                               std::vector<policy::CapabilityRequest>& requests);
+    // Whether a file a search found may be shown (ToolContext::may_read), under its own path
+    // and, found beneath a symlinked search root, under the path it has beneath the target.
+    bool may_read(const std::string& tool, const std::string& path, const PathAliases& aliases);
 
     std::string workspace_;
     std::string network_;  // the sandbox's: "none" (its own loopback only) or "host"

@@ -62,7 +62,7 @@ Status SessionWorker::start_locked() {
     ASSIGN_OR_RETURN(FdPair channel, make_socketpair(SOCK_STREAM));
     ASSIGN_OR_RETURN(UniqueFd null, open_path("/dev/null", O_RDWR));
 
-    RunOptions options = config_.sandbox;
+    RunOptions options = generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
     options.workspace = config_.workspace;
     options.ro.push_back(config_.spill_dir);
     options.command = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill_dir};
@@ -213,11 +213,26 @@ Result<std::vector<std::string>> SessionWorker::path_commands() {
         [&](workspace::Workspace& ws) { return ws.path_commands(); });
 }
 
+Result<workspace::RealPath> SessionWorker::real_path(workspace::Root root,
+                                                     const std::string& path) {
+    return with_worker<workspace::RealPath>(
+        [&](workspace::Workspace& ws) { return ws.real_path(root, path); });
+}
+
+Result<workspace::ProcessCensus> SessionWorker::census() {
+    return with_worker<workspace::ProcessCensus>(
+        [](workspace::Workspace& ws) { return ws.census(); });
+}
+
 int worker_main(const std::string& workspace_root, const std::string& spill_root) {
     // Nothing else in the sandbox may ptrace the worker, read its memory or take its fds.
     (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // What a command leaves running comes here to be stopped: as pid 1 of the sandbox's pid
+    // namespace it would anyway; at levels without one, only as a subreaper.
+    (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     release_large_buffers_on_free();
     workspace::LocalWorkspace::Options options;
+    options.stop_leftovers = true;           // pid 1: every orphan of the sandbox comes here
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
     if (path != nullptr) {
         options.path_env = path;

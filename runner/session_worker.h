@@ -21,6 +21,9 @@ struct WorkerConfig {
     std::string workspace{};  // host path, mounted read-write at the same path
     std::string spill_dir{};  // host path, mounted read-only at the same path
     RunOptions sandbox{};     // isolation, network, limits: as for `stockade run`
+    // When set, every worker after the first gets its options from it instead of `sandbox`
+    // (the session re-derives the masks of its deny rules from the workspace as it is then).
+    std::function<RunOptions()> rederive{};
 };
 
 // Called with "WorkerStarted"/"WorkerExited" and details, for the event log.
@@ -40,6 +43,7 @@ public:
 
     [[nodiscard]] std::string root_path(workspace::Root root) const override;
     Result<workspace::FileInfo> stat(workspace::Root root, const std::string& path) override;
+    Result<workspace::RealPath> real_path(workspace::Root root, const std::string& path) override;
     Result<workspace::ReadData> read(workspace::Root root, const std::string& path,
                                      uint64_t max_bytes) override;
     Result<workspace::WriteOutcome> write(const workspace::WriteRequest& request) override;
@@ -52,6 +56,7 @@ public:
     Result<workspace::SpawnedProcess> spawn(const workspace::SpawnRequest& request) override;
     Result<bool> signal_group(workspace::ProcessGroupRef group, int signal) override;
     Result<std::vector<std::string>> path_commands() override;
+    Result<workspace::ProcessCensus> census() override;
 
 private:
     // Runs `op` against a live worker (starting one if needed); turns a dead worker into the

@@ -196,8 +196,10 @@ std::vector<std::string> pinned_directories(const SandboxSpec& spec) {
             at = slash;
         }
     };
-    for (const std::string& path : spec.read_only_paths) {
-        add_for(path);
+    for (const auto* list : {&spec.read_only_paths, &spec.masked_paths}) {
+        for (const std::string& path : *list) {
+            add_for(path);
+        }
     }
     return sorted_unique(std::move(pins));
 }

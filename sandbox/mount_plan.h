@@ -55,10 +55,11 @@ extern const char* const kProcReadOnly[];
 // `source_is_dir` tells, per spec bind, whether the host source is a directory.
 MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& source_is_dir);
 
-// The directories to pin for the spec's read-only paths: for each path, every directory
-// strictly between the deepest writable bind target holding it and the path itself, parents
-// first, without duplicates and without bind targets (already mount points). Masked paths are
-// not pinned: moving a parent away takes the mask along, and hides nothing more than before.
+// The directories to pin for the spec's read-only and masked paths: for each path, every
+// directory strictly between the deepest writable bind target holding it and the path itself,
+// parents first, without duplicates and without bind targets (already mount points). A masked
+// path's parents are pinned too: moving one away would take the mask along, and the file
+// under a new name would be unmasked in every later sandbox, which masks the rule's paths.
 std::vector<std::string> pinned_directories(const SandboxSpec& spec);
 
 }  // namespace stockade::sandbox

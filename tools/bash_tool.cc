@@ -308,6 +308,12 @@ private:
             return spawn_failure(ctx, call, program, reason);
         }
         call.meta["title"] = fmt::format("Run {} \u00b7 failed to start", call.short_command);
+        if (out_of_processes(error)) {
+            return error_result(
+                fmt::format("Command failed to start: no room for another process. {}",
+                            process_limit_message(*ctx.processes)),
+                std::move(call.meta));
+        }
         if (error.code == Errc::kResourceExhausted) {
             return error_result(
                 fmt::format("Command failed to start: {}. Stop background processes you no "
@@ -400,11 +406,6 @@ private:
     static ToolResult finished(ToolContext& ctx, const std::string& id, const ProcessInfo& info,
                                Call& call) {
         ProcessManager& pm = *ctx.processes;
-        bool leftovers = false;
-        if (!info.output_closed) {
-            Result<bool> left = pm.stop_leftovers(id);
-            leftovers = left && *left;
-        }
         Result<OutputWindow> window =
             output_window(pm, id, info.output_bytes, info.output_lines, kLimits, info.log_path);
         pm.forget(id);
@@ -474,11 +475,13 @@ private:
         r.content = output.empty() ? "(no output)" : output;
         r.content +=
             fmt::format("\n[{} \u00b7 {} \u00b7 cwd {}]", outcome, duration, call.dir.display);
-        if (leftovers) {
-            call.meta["stopped_leftovers"] = true;
-            r.content +=
-                "\nNote: the command exited but left background processes running; they were "
-                "stopped. Start anything that should keep running with the process tool.";
+        if (info.leftovers > 0) {
+            call.meta["leftovers_stopped"] = info.leftovers;
+            call.meta["leftover_names"] = info.leftover_names;
+            r.content += fmt::format(
+                "\nStopped {} this command left running{}: nothing outlives its bash call. Start "
+                "servers and watchers with the process tool.",
+                count_of(info.leftovers, "process", "processes"), leftover_list(info));
         }
         if (!call.warnings.empty()) {
             r.content +=

@@ -146,12 +146,19 @@ private:
         return ctx.ws->run_rg(req);
     }
 
-    // The listed files as the model sees them (not yet quoted); newest first when `sorted`.
+    // The listed files as the model sees them (not yet quoted), those the policy lets it read;
+    // newest first when `sorted`. `hidden` (may be null) counts the others.
     static std::vector<std::string> paths_of(ToolContext& ctx, workspace::Root root,
-                                             const workspace::RgOutcome& out, bool sorted) {
+                                             const workspace::RgOutcome& out, bool sorted,
+                                             size_t* hidden) {
         std::vector<std::string> paths;
         for (std::string_view path : rg_null_paths(out)) {
-            paths.emplace_back(strip_dot_slash(path));
+            std::string relative(strip_dot_slash(path));
+            if (may_read(ctx, rg_display_path(ctx, root, relative))) {
+                paths.push_back(std::move(relative));
+            } else if (hidden != nullptr) {
+                ++*hidden;
+            }
         }
         if (sorted) {
             sort_newest_first(ctx, root, paths);
@@ -206,7 +213,7 @@ private:
                           .instead = "find PATH -name 'GLOB'"};
         Result<workspace::RgOutcome> out = list_files(ctx, dir, pattern, glob);
         if (!out) {
-            return error_result(rg_start_failure_message(task, out.error()));
+            return error_result(rg_start_failure_message(task, out.error(), ctx.processes));
         }
         if (const RgEnd end = rg_end(*out); end == RgEnd::kSignaled || end == RgEnd::kFailed) {
             return error_result(rg_failure_message(task, *out));
@@ -228,9 +235,12 @@ private:
                 "specific pattern.",
                 where));
         }
-        std::vector<std::string> paths = paths_of(ctx, dir.root, *out, true);
+        size_t hidden = 0;
+        std::vector<std::string> paths = paths_of(ctx, dir.root, *out, true, &hidden);
+        const std::string hidden_note = hidden_files_note(hidden);
         if (paths.empty()) {
-            return no_matches(ctx, dir, pattern, rg_unreadable_note(*out));
+            return no_matches(ctx, dir, pattern,
+                              search_notes(rg_unreadable_note(*out), hidden_note));
         }
         for (std::string& p : paths) {
             p = listed_name(p);
@@ -248,6 +258,9 @@ private:
                       {"path", dir.display}};
         if (paths.size() <= kMaxPaths) {
             r.content = fmt::format("{}\n{}", header, fmt::join(paths, "\n"));
+            if (!hidden_note.empty()) {
+                r.content += "\n" + hidden_note;
+            }
             return r;
         }
         const std::string full = fmt::format("{}\n{}\n", header, fmt::join(paths, "\n"));
@@ -261,6 +274,9 @@ private:
             r.content +=
                 fmt::format("[Showing {} of {}. Full list: {} \u2014 or narrow the pattern.]",
                             kMaxPaths, with_thousands(paths.size()), spill);
+        }
+        if (!hidden_note.empty()) {
+            r.content += "\n" + hidden_note;
         }
         TruncationInfo t;
         t.original_bytes = full.size();
@@ -281,7 +297,7 @@ private:
         if (!wanted.empty()) {
             if (auto all = list_files(ctx, dir, pattern, std::nullopt)) {
                 std::map<std::string, size_t> by_ext;
-                for (const std::string& p : paths_of(ctx, dir.root, *all, false)) {
+                for (const std::string& p : paths_of(ctx, dir.root, *all, false, nullptr)) {
                     if (std::string ext = file_extension(p); !ext.empty() && is_plain_name(ext)) {
                         ++by_ext[ext];
                     }

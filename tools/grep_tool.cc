@@ -49,6 +49,7 @@ struct FileMatches {
 struct Parsed {
     std::vector<FileMatches> files;
     size_t matches = 0;
+    size_t hidden = 0;  // files with matches the policy does not let the model read
     std::vector<std::string> submatches;  // the matched text of each line's first match
 };
 
@@ -96,6 +97,7 @@ Parsed parse_rg_json(ToolContext& ctx, workspace::Root root, const workspace::Rg
                      bool sorted) {
     Parsed p;
     std::map<std::string, size_t> index;
+    std::map<std::string, bool> readable;  // by rg's path: whether the policy shows it
     for (std::string_view line : split_lines(out.out)) {
         nlohmann::json msg = nlohmann::json::parse(line, nullptr, false);
         if (msg.is_discarded() || !msg.is_object() || msg.value("type", "") != "match") {
@@ -111,6 +113,14 @@ Parsed parse_rg_json(ToolContext& ctx, workspace::Root root, const workspace::Rg
             text.pop_back();
         }
         const uint64_t number = data.value("line_number", uint64_t{0});
+        auto [shown, first_time] = readable.emplace(path, true);
+        if (first_time) {
+            shown->second = may_read(ctx, rg_display_path(ctx, root, path));
+            p.hidden += shown->second ? 0U : 1U;
+        }
+        if (!shown->second) {
+            continue;
+        }
         auto [it, added] = index.emplace(path, p.files.size());
         if (added) {
             p.files.push_back({path, {}});
@@ -309,7 +319,7 @@ private:
                           .instead = "grep -rn -e PATTERN PATH"};
         Result<workspace::RgOutcome> out = search(ctx, scope, {"--smart-case"}, pattern);
         if (!out) {
-            return error_result(rg_start_failure_message(task, out.error()));
+            return error_result(rg_start_failure_message(task, out.error(), ctx.processes));
         }
         if (const RgEnd end = rg_end(*out); end == RgEnd::kSignaled || end == RgEnd::kFailed) {
             return error_result(rg_failure_message(task, *out));
@@ -325,11 +335,14 @@ private:
             if (rg_fatal(*out)) {
                 return error_result(rg_error(out->err, pattern, scope.include));
             }
-            return no_matches(ctx, scope, pattern, rg_unreadable_note(*out));
+            return no_matches(
+                ctx, scope, pattern,
+                search_notes(rg_unreadable_note(*out), hidden_files_note(parsed.hidden)));
         }
 
         const bool complete = !out->truncated && !out->timed_out;
         const std::string at_least = complete ? "" : "at least ";
+        const std::string hidden = hidden_files_note(parsed.hidden);
         const std::string summary =
             fmt::format("{} in {}", count_of(parsed.matches, "match", "matches"),
                         count_of(parsed.files.size(), "file", "files"));
@@ -347,6 +360,9 @@ private:
                 r.content +=
                     "\n[The search stopped early (output or time limit); narrow the "
                     "pattern, path, or include filter to see everything.]";
+            }
+            if (!hidden.empty()) {
+                r.content += "\n" + hidden;
             }
             return r;
         }
@@ -367,6 +383,9 @@ private:
                 "[Results truncated. Full results: {} \u2014 or use a more specific pattern, path, "
                 "or include filter.]",
                 spill);
+        }
+        if (!hidden.empty()) {
+            r.content += "\n" + hidden;
         }
         TruncationInfo t;
         t.original_bytes = full.size();

@@ -46,6 +46,25 @@ struct ProcessInfo {
     uint64_t output_lines = 0;             // '\n'-terminated lines, plus one for a partial line
     bool output_closed = false;            // EOF: no process holds its output any more
     std::string failure{};                 // kFailed: why
+    // When the leader ended: processes it had started and left running (a daemon, a job sent
+    // to the background, `setsid`), which the sandbox then stopped, and their names (the
+    // first few).
+    uint32_t leftovers = 0;
+    std::vector<std::string> leftover_names{};
+};
+
+// How many processes the sandbox holds (ProcessManager::load): against its limit, and which
+// running background process holds how many of them.
+struct ProcessLoad {
+    uint32_t total = 0;               // every process of the sandbox but its worker
+    std::optional<uint64_t> limit{};  // the sandbox's process limit, when it has one
+    struct Holder {
+        std::string id{};  // "p3"
+        std::string command{};
+        uint32_t processes = 0;  // the leader and everything beneath it
+    };
+    std::vector<Holder> holders{};  // running background processes, most processes first
+    uint32_t elsewhere = 0;         // in none of them: a bash call's, or leftovers going down
 };
 
 struct StartRequest {
@@ -82,6 +101,9 @@ public:
     virtual Result<ProcessInfo> info(const std::string& id) = 0;
     // The names of the executables on the sandbox's PATH (for "Did you mean …?"), sorted.
     virtual Result<std::vector<std::string>> path_commands() = 0;
+    // Counts the sandbox's processes now (for `process list`, and for saying what holds a
+    // full process limit).
+    virtual Result<ProcessLoad> load() = 0;
 
     // Blocks until the process has ended and its output is drained, `until` passes, or `stop`
     // is requested; returns the info at that moment. Drained: EOF on the output, or 100 ms
@@ -116,10 +138,9 @@ public:
     // ended (its state: kStopped, unless it had already ended).
     virtual Result<ProcessInfo> stop(const std::string& id, std::chrono::milliseconds grace) = 0;
     // SIGKILL to the whole process group now (a cancelled bash call); returns at once.
+    // Whatever the process started outside its group is stopped by the sandbox once the
+    // leader has ended (ProcessInfo::leftovers).
     virtual Status kill(const std::string& id) = 0;
-    // Stops (SIGTERM, grace, SIGKILL, in the background) what is left of the process group
-    // after the leader ended. true: something was left.
-    virtual Result<bool> stop_leftovers(const std::string& id) = 0;
     // Moves a foreground (bash) process to the background: it gets the next public id ("p4"),
     // which is returned, and from then on `list` shows it. Foreground processes have internal
     // ids ("fg-7") and are not listed; they are forgotten once their bash call has returned

@@ -1,9 +1,11 @@
 #include "tools/process_output.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace stockade::tools {
 namespace {
@@ -43,6 +45,34 @@ std::vector<RawLine> split_raw(std::string_view text, uint64_t base) {
 constexpr uint64_t kWindowFetch = uint64_t{64} * 1024;
 // Outputs up to this size are read whole (and may turn out to fit once rendered).
 constexpr uint64_t kFetchWhole = uint64_t{256} * 1024;
+
+// "exited with code 0", "stopped (SIGTERM)": how the leader ended, or that it runs.
+std::string state_phrase(const ProcessInfo& info) {
+    switch (info.state) {
+        case ProcessState::kRunning:
+            return "still running";
+        case ProcessState::kExited:
+            if (info.exit_code) {
+                return fmt::format("exited with code {}", *info.exit_code);
+            }
+            if (info.signal) {
+                return fmt::format("killed by {}", signal_name(*info.signal));
+            }
+            return "exited";
+        case ProcessState::kStopped:
+            if (info.signal) {
+                return fmt::format("stopped ({})", signal_name(*info.signal));
+            }
+            if (info.exit_code) {
+                return fmt::format("stopped (exit code {})", *info.exit_code);
+            }
+            return "stopped";
+        case ProcessState::kFailed:
+            return info.failure.empty() ? std::string("failed")
+                                        : fmt::format("failed: {}", info.failure);
+    }
+    return "unknown";
+}
 
 }  // namespace
 
@@ -205,31 +235,66 @@ std::string signal_name(int signal) {
     return fmt::format("SIG{}", abbrev);
 }
 
-std::string status_phrase(const ProcessInfo& info) {
-    switch (info.state) {
-        case ProcessState::kRunning:
-            return "still running";
-        case ProcessState::kExited:
-            if (info.exit_code) {
-                return fmt::format("exited with code {}", *info.exit_code);
-            }
-            if (info.signal) {
-                return fmt::format("killed by {}", signal_name(*info.signal));
-            }
-            return "exited";
-        case ProcessState::kStopped:
-            if (info.signal) {
-                return fmt::format("stopped ({})", signal_name(*info.signal));
-            }
-            if (info.exit_code) {
-                return fmt::format("stopped (exit code {})", *info.exit_code);
-            }
-            return "stopped";
-        case ProcessState::kFailed:
-            return info.failure.empty() ? std::string("failed")
-                                        : fmt::format("failed: {}", info.failure);
+std::string leftover_list(const ProcessInfo& info) {
+    if (info.leftover_names.empty()) {
+        return "";
     }
-    return "unknown";
+    const uint64_t unnamed = info.leftovers > info.leftover_names.size()
+                                 ? info.leftovers - info.leftover_names.size()
+                                 : 0;
+    if (unnamed == 0) {
+        return fmt::format(" ({})", fmt::join(info.leftover_names, ", "));
+    }
+    return fmt::format(" ({} and {} more)", fmt::join(info.leftover_names, ", "), unnamed);
+}
+
+bool out_of_processes(const Error& error) {
+    return error.code == Errc::kResourceExhausted && error.sys_errno == EAGAIN;
+}
+
+std::string process_limit_message(ProcessManager& pm) {
+    Result<ProcessLoad> load = pm.load();
+    if (!load) {
+        return {};
+    }
+    std::string out =
+        load->limit ? fmt::format("The sandbox holds {} processes, its limit is {}.",
+                                  with_thousands(load->total), with_thousands(*load->limit))
+                    : fmt::format("The sandbox holds {} processes.", with_thousands(load->total));
+    if (!load->holders.empty() && load->holders.front().processes >= load->elsewhere) {
+        const ProcessLoad::Holder& top = load->holders.front();
+        out += fmt::format(
+            " {} ({}) holds {} of them: stop it with process {{\"action\":\"stop\",\"id\":\"{}\"}} "
+            "if you no longer need it, then try again.",
+            top.id, one_line(top.command, 40), with_thousands(top.processes), top.id);
+    } else if (load->elsewhere > 0) {
+        out += fmt::format(
+            " {} of them belong to no background process (what finished commands left running, "
+            "being stopped, or a command still running): try again in a moment.",
+            with_thousands(load->elsewhere));
+    }
+    return out;
+}
+
+std::string load_line(const ProcessLoad& load) {
+    std::string line =
+        load.limit ? fmt::format("Processes in the sandbox: {} of {} allowed.",
+                                 with_thousands(load.total), with_thousands(*load.limit))
+                   : fmt::format("Processes in the sandbox: {}.", with_thousands(load.total));
+    if (load.limit && *load.limit > 0 && load.total * 4 >= *load.limit * 3) {
+        line += " Near the limit: stop what you no longer need, or new commands will fail.";
+    }
+    return line;
+}
+
+std::string status_phrase(const ProcessInfo& info) {
+    std::string phrase = state_phrase(info);
+    if (info.leftovers > 0 && info.state != ProcessState::kRunning) {
+        phrase += fmt::format("; {} it left running {} stopped{}",
+                              count_of(info.leftovers, "process", "processes"),
+                              info.leftovers == 1 ? "was" : "were", leftover_list(info));
+    }
+    return phrase;
 }
 
 std::string one_line(std::string_view command, size_t max_chars) {

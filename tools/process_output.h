@@ -50,6 +50,19 @@ std::string signal_name(int signal);
 // How a process stands, for sentences: "still running", "exited with code 1", "killed by
 // SIGKILL", "stopped (SIGTERM)", "stopped (exit code 143)", "failed: <why>".
 std::string status_phrase(const ProcessInfo& info);
+// " (node, python3)", " (node and 2 more)": the names of what it left running; "" without.
+std::string leftover_list(const ProcessInfo& info);
+
+// ---- The sandbox's processes -----------------------------------------------------------------
+
+// Whether a start failed for lack of room for one more process (fork's EAGAIN: the pids limit).
+bool out_of_processes(const Error& error);
+// For such a failure: what holds the sandbox's processes and what to do, in one or two
+// sentences ("" when the processes cannot be counted).
+std::string process_limit_message(ProcessManager& pm);
+// The last line of `process list`: "Processes in the sandbox: 37 of 4,096 allowed.", with a
+// warning near the limit.
+std::string load_line(const ProcessLoad& load);
 // A command on one line for titles and lists: newlines shown as "⏎", cut to `max_chars`.
 std::string one_line(std::string_view command, size_t max_chars = 60);
 

@@ -13,6 +13,7 @@
 // - read, wait and stop still work after a process ended (its output stays); write does not.
 #include <algorithm>
 #include <csignal>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -311,6 +312,11 @@ private:
         Result<ProcessInfo> started = pm.start(req);
         if (!started) {
             const Error& e = started.error();
+            if (out_of_processes(e)) {
+                return error_result(fmt::format("Cannot start {}: no room for another process. {}",
+                                                shown_command, process_limit_message(pm)),
+                                    std::move(meta));
+            }
             if (e.code == Errc::kResourceExhausted) {
                 return error_result(
                     fmt::format("Cannot start {}: {}. Stop processes you no longer need first "
@@ -449,6 +455,16 @@ private:
                              {"runtime_ms", p.runtime.count()}});
         }
         r.content = "PROCESSES";
+        std::map<std::string, uint32_t> held;  // by id: the processes beneath it
+        Result<ProcessLoad> load = ctx.processes->load();
+        if (load) {
+            for (const ProcessLoad::Holder& h : load->holders) {
+                held[h.id] = h.processes;
+            }
+            meta["sandbox_processes"] = load->total;
+            meta["process_limit"] =
+                load->limit ? nlohmann::json(*load->limit) : nlohmann::json(nullptr);
+        }
         for (const Row& row : rows) {
             const std::string detail =
                 row.pid != 0 ? fmt::format("{}  pid {}", pad(row.detail, w_clock), row.pid)
@@ -456,8 +472,14 @@ private:
             std::string line =
                 fmt::format("{}  {}  {}  {}", pad(row.id, w_id), pad(row.command, w_cmd),
                             pad(row.state, w_state), detail);
+            if (auto it = held.find(row.id); it != held.end() && it->second > 1) {
+                line += fmt::format("  ({} processes)", with_thousands(it->second));
+            }
             r.content += '\n';
             r.content += trim_right(line);
+        }
+        if (load) {
+            r.content += "\n" + load_line(*load);
         }
         meta["title"] =
             fmt::format("Process list \u00b7 {} running, {} ended", running, all.size() - running);

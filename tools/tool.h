@@ -77,6 +77,10 @@ struct ToolContext {
     const std::vector<ProtectedPath>* protected_paths = nullptr;  // may be null
     std::stop_token cancel{};
     ProgressFn progress{};  // may be empty
+    // Whether the policy lets the model read a file that a directory search (grep, glob)
+    // found, by its absolute path: deny rules hold for what a search returns, not only for the
+    // directory it was given. Empty: every file.
+    std::function<bool(const std::string&)> may_read{};
 };
 
 struct ToolAnnotations {

@@ -469,7 +469,7 @@ std::string rg_failure_message(const RgTask& task, const workspace::RgOutcome& o
         detail.empty() ? std::string(" without saying why") : ": " + detail, task.instead);
 }
 
-std::string rg_start_failure_message(const RgTask& task, const Error& error) {
+std::string rg_start_failure_message(const RgTask& task, const Error& error, ProcessManager* pm) {
     if (error.code == Errc::kCancelled) {
         return std::string(kCancelledText);
     }
@@ -491,9 +491,12 @@ std::string rg_start_failure_message(const RgTask& task, const Error& error) {
             break;
         case EAGAIN:
         case ENOMEM:
-            advice =
-                "The sandbox is at its limit of processes or memory: stop background processes "
-                "you no longer need (process list shows them), then try again.";
+            advice = error.sys_errno == EAGAIN && pm != nullptr ? process_limit_message(*pm) : "";
+            if (advice.empty()) {
+                advice =
+                    "The sandbox is at its limit of processes or memory: stop background "
+                    "processes you no longer need (process list shows them), then try again.";
+            }
             break;
         default:
             advice = fmt::format(
@@ -530,6 +533,33 @@ std::string rg_unreadable_note(const workspace::RgOutcome& out) {
     return fmt::format(
         "Note: ripgrep could not read {} paths, so they were not searched; the first: {}.",
         with_thousands(paths), shown);
+}
+
+bool may_read(const ToolContext& ctx, const std::string& display_path) {
+    if (!ctx.may_read) {
+        return true;
+    }
+    // Workspace files are shown relative to its root; the hook takes absolute paths.
+    return ctx.may_read(
+        display_path.starts_with('/')
+            ? display_path
+            : fmt::format("{}/{}", ctx.ws->root_path(workspace::Root::kWorkspace), display_path));
+}
+
+std::string hidden_files_note(size_t hidden) {
+    if (hidden == 0) {
+        return {};
+    }
+    return fmt::format("Note: {} that matched {} not shown: the policy does not let you read {}.",
+                       count_of(hidden, "file", "files"), hidden == 1 ? "is" : "are",
+                       hidden == 1 ? "it" : "them");
+}
+
+std::string search_notes(const std::string& first, const std::string& second) {
+    if (first.empty() || second.empty()) {
+        return first + second;
+    }
+    return first + "\n" + second;
 }
 
 std::vector<std::string_view> rg_null_paths(const workspace::RgOutcome& out) {

@@ -150,10 +150,17 @@ std::string rg_failure_message(const RgTask& task, const workspace::RgOutcome& o
 // process or memory limit (EAGAIN, ENOMEM), or anything else.
 //   grep could not search /work/proj: ripgrep (rg) could not be started in the sandbox: ENOENT
 //   (No such file or directory), so nothing was searched. The sandbox image may lack rg: ...
-std::string rg_start_failure_message(const RgTask& task, const Error& error);
+// `pm` (may be null) names what holds the sandbox's processes when rg could not be forked.
+std::string rg_start_failure_message(const RgTask& task, const Error& error, ProcessManager* pm);
 // For kUnreadable: one sentence naming how many paths rg could not read and the first of
 // them; empty for any other end.
 std::string rg_unreadable_note(const workspace::RgOutcome& out);
+// Whether a search result may be shown (ToolContext::may_read; true when that is unset).
+bool may_read(const ToolContext& ctx, const std::string& display_path);
+// "Note: 2 files that matched are not shown: the policy does not let you read them."; "" for 0.
+std::string hidden_files_note(size_t hidden);
+// Both notes of a search, one per line ("" when there is neither).
+std::string search_notes(const std::string& first, const std::string& second);
 // The paths rg printed with --null (each ended by a NUL byte, so a name may hold a newline);
 // a last one cut by the output cap is left out.
 std::vector<std::string_view> rg_null_paths(const workspace::RgOutcome& out);

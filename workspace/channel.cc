@@ -28,8 +28,14 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
-static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kCommands) + 1);
-static_assert(std::variant_size_v<ReplyValue> == static_cast<size_t>(Op::kCommands) + 1);
+static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kCensus) + 1);
+static_assert(std::variant_size_v<ReplyValue> == static_cast<size_t>(Op::kCensus) + 1);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kRealPath), ReplyValue>,
+                   RealPath>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kCensus), ReplyValue>,
+                   ProcessCensus>);
 static_assert(
     std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kSpawn), RequestArgs>,
                    SpawnRequest>);
@@ -344,6 +350,34 @@ Result<std::vector<DirEntry>> entries_from(const Fields& f) {
     return entries;
 }
 
+Result<ReplyValue> census_from(const Fields& f) {
+    ProcessCensus census;
+    ASSIGN_OR_RETURN(uint64_t total, f.u64_at_most("total", static_cast<uint64_t>(kMaxPid)));
+    census.total = static_cast<uint32_t>(total);
+    ASSIGN_OR_RETURN(const json* arr, f.array("sessions"));
+    if (arr->size() > kMaxCensusSessions) {
+        return malformed(fmt::format("reply lists {} sessions, above the limit {}", arr->size(),
+                                     kMaxCensusSessions));
+    }
+    for (size_t i = 0; i < arr->size(); ++i) {
+        const json& item = (*arr)[i];
+        std::string where = fmt::format("reply sessions[{}]", i);
+        if (!item.is_object()) {
+            return malformed(fmt::format("{} must be an object", where));
+        }
+        Fields s(item, std::move(where));
+        ProcessCensus::Session session;
+        ASSIGN_OR_RETURN(uint64_t sid, s.u64_at_most("sid", static_cast<uint64_t>(kMaxPid)));
+        ASSIGN_OR_RETURN(uint64_t processes,
+                         s.u64_at_most("processes", static_cast<uint64_t>(kMaxPid)));
+        ASSIGN_OR_RETURN(session.name, s.string("name"));
+        session.sid = static_cast<int>(sid);
+        session.processes = static_cast<uint32_t>(processes);
+        census.sessions.push_back(std::move(session));
+    }
+    return ReplyValue{std::move(census)};
+}
+
 // An array of strings, at most `max` of them.
 Result<std::vector<std::string>> strings_from(const Fields& f, const char* key, size_t max) {
     ASSIGN_OR_RETURN(const json* arr, f.array(key));
@@ -576,13 +610,17 @@ std::string_view op_name(Op op) noexcept {
             return "signal";
         case Op::kCommands:
             return "commands";
+        case Op::kRealPath:
+            return "realpath";
+        case Op::kCensus:
+            return "census";
     }
     return "unknown";
 }
 
 std::optional<Op> op_from_name(std::string_view name) noexcept {
     for (Op op : {Op::kHello, Op::kStat, Op::kRead, Op::kWrite, Op::kMkdirs, Op::kList, Op::kRg,
-                  Op::kSpawn, Op::kSignal, Op::kCommands}) {
+                  Op::kSpawn, Op::kSignal, Op::kCommands, Op::kRealPath, Op::kCensus}) {
         if (name == op_name(op)) {
             return op;
         }
@@ -727,6 +765,8 @@ Status validate_request(const Request& request) {
                 return {};
             },
             [](const CommandsArgs&) -> Status { return {}; },
+            [](const RealPathArgs& a) -> Status { return check_path(a.path); },
+            [](const CensusArgs&) -> Status { return {}; },
         },
         request.args);
 }
@@ -787,6 +827,11 @@ Result<std::string> encode_request(const Request& request) {
                        h["signal"] = a.signal;
                    },
                    [](const CommandsArgs&) {},
+                   [&](const RealPathArgs& a) {
+                       h["root"] = root_name(a.root);
+                       h["path"] = a.path;
+                   },
+                   [](const CensusArgs&) {},
                },
                request.args);
     return encode_frame(h, payload, Utf8::kStrict);
@@ -905,6 +950,16 @@ Result<Request> decode_request(const Frame& frame) {
             case Op::kCommands:
                 request.args = CommandsArgs{};
                 break;
+            case Op::kRealPath: {
+                RealPathArgs a;
+                ASSIGN_OR_RETURN(a.root, f.root("root"));
+                ASSIGN_OR_RETURN(a.path, f.string("path"));
+                request.args = std::move(a);
+                break;
+            }
+            case Op::kCensus:
+                request.args = CensusArgs{};
+                break;
         }
         if (auto st = validate_request(request); !st) {
             return std::move(st).error().wrap("request");
@@ -1022,6 +1077,25 @@ Result<std::string> encode_reply(const Reply& reply) {
                            return;
                        }
                        h["names"] = std::move(names);
+                   },
+                   [&](const RealPath& r) {
+                       h["path"] = valid_utf8(r.path);
+                       h["exists"] = r.exists;
+                   },
+                   [&](const ProcessCensus& c) {
+                       if (c.sessions.size() > kMaxCensusSessions) {
+                           invalid = fmt::format("{} sessions exceed the limit {}",
+                                                 c.sessions.size(), kMaxCensusSessions);
+                           return;
+                       }
+                       h["total"] = c.total;
+                       json arr = json::array();
+                       for (const ProcessCensus::Session& session : c.sessions) {
+                           arr.push_back({{"sid", session.sid},
+                                          {"processes", session.processes},
+                                          {"name", valid_utf8(session.name.substr(0, 64))}});
+                       }
+                       h["sessions"] = std::move(arr);
                    },
                },
                *reply.result);
@@ -1185,6 +1259,20 @@ Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds
                     RETURN_IF_ERROR(check_entry_name(name));
                 }
                 reply.result = ReplyValue{CommandsResult{std::move(names)}};
+                break;
+            }
+            case Op::kRealPath: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"realpath\""));
+                RealPath r;
+                ASSIGN_OR_RETURN(r.path, f.string("path"));
+                RETURN_IF_ERROR(check_path(r.path));
+                ASSIGN_OR_RETURN(r.exists, f.boolean("exists"));
+                reply.result = ReplyValue{std::move(r)};
+                break;
+            }
+            case Op::kCensus: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"census\""));
+                ASSIGN_OR_RETURN(reply.result, census_from(f));
                 break;
             }
         }

@@ -88,6 +88,7 @@ inline constexpr int kMinPid = 2;                   // 1 is the worker itself
 inline constexpr int kMaxPid = 4'194'304;           // PID_MAX_LIMIT
 inline constexpr int kMaxSignal = 64;               // SIGRTMAX
 inline constexpr size_t kMaxCommandNames = 20'000;
+inline constexpr size_t kMaxCensusSessions = 65'536;
 
 // ---- Frames (pure) --------------------------------------------------------------------------
 
@@ -127,6 +128,8 @@ enum class Op : uint8_t {
     kSpawn,
     kSignal,
     kCommands,
+    kRealPath,
+    kCensus,
 };
 std::string_view op_name(Op op) noexcept;
 std::optional<Op> op_from_name(std::string_view name) noexcept;
@@ -159,8 +162,14 @@ struct SignalArgs {
     int signal = 0;
 };
 struct CommandsArgs {};
-using RequestArgs = std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs,
-                                 RgRequest, SpawnRequest, SignalArgs, CommandsArgs>;
+struct RealPathArgs {
+    Root root = Root::kWorkspace;
+    std::string path{};
+};
+struct CensusArgs {};
+using RequestArgs =
+    std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs, RgRequest,
+                 SpawnRequest, SignalArgs, CommandsArgs, RealPathArgs, CensusArgs>;
 
 struct Request {
     uint64_t id = 0;
@@ -179,7 +188,7 @@ struct CommandsResult {
 // Move-only: a SpawnedProcess owns its descriptors.
 using ReplyValue =
     std::variant<HelloResult, FileInfo, ReadData, WriteOutcome, MkdirsResult, std::vector<DirEntry>,
-                 RgOutcome, SpawnedProcess, SignalResult, CommandsResult>;
+                 RgOutcome, SpawnedProcess, SignalResult, CommandsResult, RealPath, ProcessCensus>;
 Op op_of(const ReplyValue& value) noexcept;
 
 struct Reply {

@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -33,6 +34,8 @@
 #include "common/defer.h"
 #include "common/log.h"
 #include "common/syscall.h"
+#include "workspace/exit_report.h"
+#include "workspace/proc_table.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)  // Linux 4.13
@@ -141,6 +144,11 @@ struct ChildTable {
     std::mutex mu;
     std::map<pid_t, UniqueFd> leaders;  // spawned, not yet reaped: pid → status pipe write end
     std::set<pid_t> waited_elsewhere;   // rg while run_rg waits for it by pid
+    // Orphans a command left running, stopped with SIGTERM: pid → when SIGKILL is due. Each is
+    // an unreaped child of this process, so its pid cannot be reused while it is listed.
+    std::map<pid_t, Clock::time_point> stopping;
+    // What was stopped for a leader that has not been reaped yet.
+    std::map<pid_t, Leftovers> left_by;
 };
 
 ChildTable& children() {
@@ -149,15 +157,11 @@ ChildTable& children() {
     return *table;
 }
 
-// Writes a leader's wait status to its status pipe, then the caller closes it. The supervisor
+// Writes a leader's exit report to its status pipe, then the caller closes it. The supervisor
 // may have closed the read end already: the EPIPE must not become a SIGPIPE that kills the
 // worker, so SIGPIPE is blocked around the write and one the write raised is consumed.
-void deliver_status(int fd, int status) {
-    const auto raw = static_cast<uint32_t>(status);
-    std::array<char, 4> bytes{};
-    for (unsigned i = 0; i < bytes.size(); ++i) {
-        bytes[i] = static_cast<char>((raw >> (8U * i)) & 0xFFU);
-    }
+void deliver_report(int fd, const ExitReport& report) {
+    const std::string bytes = encode_exit_report(report);
     sigset_t sigpipe;
     sigemptyset(&sigpipe);
     sigaddset(&sigpipe, SIGPIPE);
@@ -173,6 +177,125 @@ void deliver_status(int fd, int status) {
         (void)retry_eintr([&] { return ::sigtimedwait(&sigpipe, nullptr, &no_wait); });
     }
     (void)::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+}
+
+struct Reaped {
+    pid_t pid = 0;
+    int status = 0;
+};
+
+// Preconditions: table.mu held. Reaps the spawned leaders that exited, each by its pid.
+std::vector<Reaped> reap_leaders(ChildTable& table) {
+    std::vector<Reaped> reaped;
+    for (auto it = table.leaders.begin(); it != table.leaders.end();) {
+        int status = 0;
+        const pid_t pid = it->first;
+        const pid_t r = retry_eintr([&] { return ::waitpid(pid, &status, WNOHANG); });
+        if (r == pid) {
+            reaped.push_back({pid, status});
+            ++it;
+        } else if (r < 0 && errno == ECHILD) {
+            // Reaped behind our back (SIGCHLD set to SIG_IGN): the status is lost, and the
+            // pipe closing without 4 bytes says so.
+            table.left_by.erase(pid);
+            it = table.leaders.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return reaped;
+}
+
+// Preconditions: table.mu held. Stops every child of this process that is neither a spawned
+// leader nor rg nor already stopping: an orphan, reparented here because the command it came
+// from ended (leaders are subreapers: while one lives, what it started stays beneath it). Each
+// goes down to the leader whose session it still belongs to or, when it made a session of its
+// own, to the one leader reaped now, if there is exactly one.
+void stop_orphans(ChildTable& table, const std::vector<Reaped>& reaped) {
+    auto kids = own_children();
+    if (!kids) {
+        return;
+    }
+    const Clock::time_point due = Clock::now() + LocalWorkspace::kLeftoverGrace;
+    for (const int pid : *kids) {
+        if (table.leaders.contains(pid) || table.waited_elsewhere.contains(pid) ||
+            table.stopping.contains(pid)) {
+            continue;
+        }
+        ProcStat st;
+        st.pid = pid;
+        std::array<char, 1024> buf{};
+        const std::string path = fmt::format("/proc/{}/stat", pid);
+        if (const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+            const ssize_t n = retry_eintr([&] { return ::read(fd, buf.data(), buf.size()); });
+            (void)::close(fd);
+            if (n > 0) {
+                st = parse_proc_stat(std::string_view(buf.data(), static_cast<size_t>(n)))
+                         .value_or(st);
+            }
+        }
+        (void)::kill(pid, SIGTERM);
+        (void)::kill(pid, SIGCONT);  // a stopped process acts on SIGTERM only once continued
+        table.stopping.emplace(pid, due);
+        pid_t owner = 0;
+        if (table.leaders.contains(st.session)) {
+            owner = st.session;
+        } else if (reaped.size() == 1) {
+            owner = reaped.front().pid;
+        }
+        if (owner != 0 && st.alive()) {
+            Leftovers& left = table.left_by[owner];
+            ++left.count;
+            if (left.names.size() < kMaxLeftoverNames) {
+                left.names.push_back(st.comm.empty() ? std::string("?") : st.comm);
+            }
+        }
+    }
+}
+
+// Preconditions: table.mu held. Reaps exited orphans: peek at an exited child, then reap it
+// only if no one else waits for it. A pending rg stops the loop (waitid always shows the same
+// first zombie); run_rg reaps it shortly, and the next call takes the rest. true: a leader
+// exited since reap_leaders (left unreaped for the next round).
+bool reap_orphans(ChildTable& table) {
+    constexpr int kMaxOrphansPerCall = 4096;
+    for (int i = 0; i < kMaxOrphansPerCall; ++i) {
+        siginfo_t info{};
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+            return false;
+        }
+        const pid_t pid = info.si_pid;
+        if (table.waited_elsewhere.contains(pid)) {
+            return false;
+        }
+        if (table.leaders.contains(pid)) {
+            return true;
+        }
+        if (retry_eintr([&] { return ::waitpid(pid, nullptr, WNOHANG); }) != pid) {
+            return false;
+        }
+        table.stopping.erase(pid);
+    }
+    return false;
+}
+
+// Preconditions: table.mu held. SIGKILLs the stopping orphans whose grace has passed; returns
+// the time until the next is due.
+std::optional<std::chrono::milliseconds> kill_overdue(ChildTable& table) {
+    const Clock::time_point now = Clock::now();
+    std::optional<Clock::time_point> next;
+    for (auto& [pid, due] : table.stopping) {
+        if (due <= now) {
+            (void)::kill(pid, SIGKILL);  // still our unreaped child: the pid is its
+            due = Clock::time_point::max();
+        } else if (due != Clock::time_point::max()) {
+            next = next ? std::min(*next, due) : due;
+        }
+    }
+    if (!next) {
+        return std::nullopt;
+    }
+    return std::chrono::ceil<std::chrono::milliseconds>(*next - now);
 }
 
 // Where a child failed before its program ran; sent to the parent with the errno.
@@ -255,6 +378,10 @@ void close_fd_span(unsigned first, unsigned last, int max_fd) {
     sigset_t none;
     sigemptyset(&none);
     (void)::sigprocmask(SIG_SETMASK, &none, nullptr);
+    // What the command starts and leaves behind (a daemon, `setsid cmd &`, a double fork) is
+    // reparented to it rather than to the worker while it lives (the flag survives execve),
+    // and to the worker, which stops it, once it ends: nothing outlives its command unseen.
+    (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     if (::fchdir(cwd) < 0) {
         child_fail(report, ChildStage::kChdir);
     }
@@ -379,58 +506,12 @@ Result<Pty> open_pty(uint16_t rows, uint16_t cols) {
 
 // Whether a live (not zombie) process has process group `pgid`, per /proc/<pid>/stat.
 Result<bool> group_has_live_member(int pgid) {
-    UniqueFd proc_fd;
-    ASSIGN_OR_RETURN(proc_fd, open_path("/proc", O_RDONLY | O_DIRECTORY));
-    const int proc = proc_fd.get();
-    std::unique_ptr<DIR, int (*)(DIR*)> dir(::fdopendir(proc), &::closedir);
-    if (!dir) {
-        return errno_error("signal: open /proc", errno);
-    }
-    (void)proc_fd.release();  // the DIR owns it now
-    std::array<char, 1024> buf{};
-    for (;;) {
-        errno = 0;
-        const dirent* entry = ::readdir(dir.get());  // NOLINT(concurrency-mt-unsafe): ours only
-        if (entry == nullptr) {
-            if (errno != 0) {
-                return errno_error("signal: read /proc", errno);
-            }
-            return false;
-        }
-        std::string_view name(entry->d_name);
-        if (name.empty() || name.find_first_not_of("0123456789") != std::string_view::npos) {
-            continue;
-        }
-        const std::string stat_path = fmt::format("{}/stat", name);
-        const int fd = retry_eintr(
-            [&] { return ::openat(::dirfd(dir.get()), stat_path.c_str(), O_RDONLY | O_CLOEXEC); });
-        if (fd < 0) {
-            continue;  // exited meanwhile
-        }
-        const ssize_t n = retry_eintr([&] { return ::read(fd, buf.data(), buf.size() - 1); });
-        (void)::close(fd);
-        if (n <= 0) {
-            continue;
-        }
-        // "pid (comm) S ppid pgrp ...": comm may hold anything, ')' included, so the fields
-        // are read after its last ')'.
-        std::string_view text(buf.data(), static_cast<size_t>(n));
-        const size_t paren = text.rfind(')');
-        if (paren == std::string_view::npos) {
-            continue;
-        }
-        const std::string rest(text.substr(paren + 1));
-        char state = 0;
-        int ppid = 0;
-        int pgrp = 0;
-        // NOLINTNEXTLINE(cert-err34-c): a mismatch is checked through the count
-        if (std::sscanf(rest.c_str(), " %c %d %d", &state, &ppid, &pgrp) != 3) {
-            continue;
-        }
-        if (pgrp == pgid && state != 'Z' && state != 'X' && state != 'x') {
-            return true;
-        }
-    }
+    bool found = false;
+    RETURN_IF_ERROR(for_each_process([&](const ProcStat& st) {
+        found = st.pgrp == pgid && st.alive();
+        return !found;
+    }));
+    return found;
 }
 
 Result<std::string> read_link_at(int dir_fd, const std::string& name) {
@@ -521,6 +602,46 @@ Result<FileInfo> LocalWorkspace::stat(Root root, const std::string& path) {
         return fs_error(root, "stat", path, errno);
     }
     return info_from(st);
+}
+
+Result<RealPath> LocalWorkspace::real_path(Root root, const std::string& path) {
+    RETURN_IF_ERROR(check_relative_path(path));
+    ASSIGN_OR_RETURN(int dir, root_fd(root));
+    // What /proc shows for a descriptor is its path in this process's view; the root's own
+    // is the prefix every path beneath it has there.
+    auto seen = [](int fd) {
+        return read_link_at(AT_FDCWD, fmt::format("/proc/self/fd/{}", fd));
+    };
+    ASSIGN_OR_RETURN(std::string root_seen, seen(dir));
+    std::string prefix = path;
+    std::string missing;  // the components that do not exist, as given
+    for (;;) {
+        auto fd = open_beneath(dir, prefix, O_PATH, options_.resolve);
+        if (fd) {
+            ASSIGN_OR_RETURN(std::string target, seen(fd->get()));
+            std::string relative;
+            if (target == root_seen) {
+                relative.clear();
+            } else if (target.starts_with(root_seen == "/" ? root_seen : root_seen + "/")) {
+                relative = target.substr(root_seen == "/" ? 1 : root_seen.size() + 1);
+            } else {
+                return Error{Errc::kInternal,
+                             fmt::format("realpath \"{}\": it resolved outside the {} (\"{}\")",
+                                         shown(path), root_label(root), target)};
+            }
+            if (!missing.empty()) {
+                relative = relative.empty() ? missing : relative + "/" + missing;
+            }
+            return RealPath{.path = std::move(relative), .exists = missing.empty()};
+        }
+        if (fd.error().sys_errno != ENOENT || prefix.empty()) {
+            return fs_error(root, "realpath", path, fd.error().sys_errno);
+        }
+        const size_t slash = prefix.rfind('/');
+        const std::string last = slash == std::string::npos ? prefix : prefix.substr(slash + 1);
+        missing = missing.empty() ? last : last + "/" + missing;
+        prefix = slash == std::string::npos ? std::string() : prefix.substr(0, slash);
+    }
 }
 
 Result<ReadData> LocalWorkspace::read(Root root, const std::string& path, uint64_t max_bytes) {
@@ -1157,49 +1278,32 @@ Result<SpawnedProcess> LocalWorkspace::spawn(const SpawnRequest& request) {
     return spawned;
 }
 
-void LocalWorkspace::reap_children() {
+std::optional<std::chrono::milliseconds> LocalWorkspace::reap_children() {
     ChildTable& table = children();
     std::lock_guard lock(table.mu);
-    // Spawned leaders, each by its pid.
-    for (auto it = table.leaders.begin(); it != table.leaders.end();) {
-        int status = 0;
-        const pid_t pid = it->first;
-        const pid_t r = retry_eintr([&] { return ::waitpid(pid, &status, WNOHANG); });
-        if (r == pid) {
-            deliver_status(it->second.get(), status);
-            it = table.leaders.erase(it);
-        } else if (r < 0 && errno == ECHILD) {
-            // Reaped behind our back (SIGCHLD set to SIG_IGN): the status is lost, and the
-            // pipe closing without 4 bytes says so.
-            it = table.leaders.erase(it);
-        } else {
-            ++it;
+    // A few rounds at most: a leader that exits while the orphans are reaped is taken by the
+    // next round, after its leftovers were looked for.
+    for (int round = 0; round < 8; ++round) {
+        const std::vector<Reaped> reaped = reap_leaders(table);
+        // Also while earlier leftovers are going down: what they started comes here next.
+        if (options_.stop_leftovers && (!reaped.empty() || !table.stopping.empty())) {
+            stop_orphans(table, reaped);
+        }
+        for (const Reaped& r : reaped) {
+            ExitReport report{.wait_status = r.status};
+            if (auto left = table.left_by.extract(r.pid)) {
+                report.leftovers = std::move(left.mapped());
+            }
+            if (auto it = table.leaders.find(r.pid); it != table.leaders.end()) {
+                deliver_report(it->second.get(), report);
+                table.leaders.erase(it);
+            }
+        }
+        if (!reap_orphans(table)) {
+            break;
         }
     }
-    // Orphans reparented to this process (the worker is pid 1 of its namespace): peek at an
-    // exited child, then reap it only if no one else waits for it. A pending rg stops the
-    // loop (waitid always shows the same first zombie); run_rg reaps it shortly, and the next
-    // call takes the rest.
-    constexpr int kMaxOrphansPerCall = 4096;
-    for (int i = 0; i < kMaxOrphansPerCall; ++i) {
-        siginfo_t info{};
-        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
-            break;
-        }
-        const pid_t pid = info.si_pid;
-        if (table.waited_elsewhere.contains(pid)) {
-            break;
-        }
-        int status = 0;
-        if (retry_eintr([&] { return ::waitpid(pid, &status, WNOHANG); }) != pid) {
-            break;
-        }
-        // A leader that exited since the loop above.
-        if (auto it = table.leaders.find(pid); it != table.leaders.end()) {
-            deliver_status(it->second.get(), status);
-            table.leaders.erase(it);
-        }
-    }
+    return kill_overdue(table);
 }
 
 Result<bool> LocalWorkspace::signal_group(ProcessGroupRef group, int signal) {
@@ -1232,6 +1336,29 @@ Result<bool> LocalWorkspace::signal_group(ProcessGroupRef group, int signal) {
         return false;
     }
     return errno_error(fmt::format("signal process group {}", pgid), errno);
+}
+
+Result<ProcessCensus> LocalWorkspace::census() {
+    ProcessCensus census;
+    std::map<int, ProcessCensus::Session> by_session;
+    const int self = ::getpid();
+    RETURN_IF_ERROR(for_each_process([&](const ProcStat& st) {
+        if (st.pid == self || !st.alive()) {
+            return true;
+        }
+        ++census.total;
+        ProcessCensus::Session& s = by_session[st.session];
+        s.sid = st.session;
+        ++s.processes;
+        if (s.name.empty() || st.pid == st.session) {
+            s.name = st.comm;
+        }
+        return true;
+    }));
+    for (auto& [sid, session] : by_session) {
+        census.sessions.push_back(std::move(session));
+    }
+    return census;
 }
 
 Result<std::vector<std::string>> LocalWorkspace::path_commands() {

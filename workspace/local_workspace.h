@@ -14,7 +14,9 @@
 // wait status.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,12 @@ public:
         std::string path_env = "/usr/local/bin:/usr/bin:/bin";
         // An explicit rg executable (tests); empty: "rg" on path_env.
         std::string rg_path{};
+        // What a command leaves running when its leader ends is stopped (SIGTERM, then
+        // SIGKILL after kLeftoverGrace) and reported with the leader's status. For a process
+        // that receives the orphans of its commands: the worker (pid 1 of the sandbox), or a
+        // test that made itself a child subreaper. Spawned leaders are subreapers themselves,
+        // so what a command starts stays beneath it until it ends.
+        bool stop_leftovers = false;
     };
 
     // Opens both roots (O_PATH | O_DIRECTORY). An empty spill_root means the session has no
@@ -51,6 +59,7 @@ public:
 
     [[nodiscard]] std::string root_path(Root root) const override;
     Result<FileInfo> stat(Root root, const std::string& path) override;
+    Result<RealPath> real_path(Root root, const std::string& path) override;
     Result<ReadData> read(Root root, const std::string& path, uint64_t max_bytes) override;
     Result<WriteOutcome> write(const WriteRequest& request) override;
     Status make_dirs(Root root, const std::string& path) override;
@@ -72,14 +81,20 @@ public:
     // Executable regular files (or symlinks to one) in the absolute directories of
     // Options::path_env; the kMaxPathCommands smallest names.
     Result<std::vector<std::string>> path_commands() override;
+    // Every process /proc shows but this one, by session.
+    Result<ProcessCensus> census() override;
 
-    // Reaps every exited child without blocking: a spawned leader's wait status goes to its
-    // status pipe (4 bytes little-endian, then closed); other exited children — orphans that
+    // Reaps every exited child without blocking: a spawned leader's exit report (its wait
+    // status and, with Options::stop_leftovers, what it left running: workspace/exit_report.h)
+    // goes to its status pipe, which is then closed; other exited children — orphans that
     // were reparented to this process — are reaped and dropped. rg's pid is left to run_rg.
-    // Thread-safe. serve_channel calls it on SIGCHLD and after each request.
-    void reap_children();
+    // Returns how long until it must be called again (a leftover's SIGKILL is due), or
+    // nullopt. Thread-safe. serve_channel calls it on SIGCHLD, after each request and when
+    // the time it returned has passed.
+    std::optional<std::chrono::milliseconds> reap_children();
 
     static constexpr size_t kMaxPathCommands = 20'000;
+    static constexpr std::chrono::milliseconds kLeftoverGrace{2000};
 
 private:
     struct RootDir {

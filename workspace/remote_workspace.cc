@@ -140,6 +140,29 @@ Status check_reply(const channel::RequestArgs& request, const channel::ReplyValu
                 }
                 return {};
             },
+            [&](const channel::RealPathArgs& a) -> Status {
+                const auto& r = std::get<RealPath>(value);
+                if (r.path.starts_with('/') || r.path.ends_with('/')) {
+                    return invalid_reply(fmt::format("realpath of \"{}\" is not a relative path",
+                                                     a.path.substr(0, 256)));
+                }
+                return {};
+            },
+            [&](const channel::CensusArgs&) -> Status {
+                const auto& c = std::get<ProcessCensus>(value);
+                uint64_t counted = 0;
+                for (size_t i = 0; i < c.sessions.size(); ++i) {
+                    counted += c.sessions[i].processes;
+                    if (i > 0 && c.sessions[i].sid <= c.sessions[i - 1].sid) {
+                        return invalid_reply("census sessions are not sorted and unique");
+                    }
+                }
+                if (counted != c.total) {
+                    return invalid_reply(fmt::format(
+                        "census counts {} processes by session but {} in all", counted, c.total));
+                }
+                return {};
+            },
             [&](const channel::CommandsArgs&) -> Status {
                 const auto& names = std::get<channel::CommandsResult>(value).names;
                 for (size_t i = 1; i < names.size(); ++i) {
@@ -286,6 +309,12 @@ Result<FileInfo> RemoteWorkspace::stat(Root root, const std::string& path) {
     return std::get<FileInfo>(std::move(v));
 }
 
+Result<RealPath> RemoteWorkspace::real_path(Root root, const std::string& path) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v,
+                     call(channel::RealPathArgs{root, path}, options_.call_timeout));
+    return std::get<RealPath>(std::move(v));
+}
+
 Result<ReadData> RemoteWorkspace::read(Root root, const std::string& path, uint64_t max_bytes) {
     ASSIGN_OR_RETURN(channel::ReplyValue v,
                      call(channel::ReadArgs{root, path, max_bytes}, options_.call_timeout));
@@ -330,6 +359,11 @@ Result<bool> RemoteWorkspace::signal_group(ProcessGroupRef group, int signal) {
 Result<std::vector<std::string>> RemoteWorkspace::path_commands() {
     ASSIGN_OR_RETURN(channel::ReplyValue v, call(channel::CommandsArgs{}, options_.call_timeout));
     return std::move(std::get<channel::CommandsResult>(v).names);
+}
+
+Result<ProcessCensus> RemoteWorkspace::census() {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(channel::CensusArgs{}, options_.call_timeout));
+    return std::get<ProcessCensus>(std::move(v));
 }
 
 }  // namespace stockade::workspace

@@ -51,6 +51,7 @@ public:
 
     [[nodiscard]] std::string root_path(Root root) const override;
     Result<FileInfo> stat(Root root, const std::string& path) override;
+    Result<RealPath> real_path(Root root, const std::string& path) override;
     Result<ReadData> read(Root root, const std::string& path, uint64_t max_bytes) override;
     Result<WriteOutcome> write(const WriteRequest& request) override;
     Status make_dirs(Root root, const std::string& path) override;
@@ -62,6 +63,7 @@ public:
     // The group's epoch is not sent: the worker has one epoch, and the owner checks it.
     Result<bool> signal_group(ProcessGroupRef group, int signal) override;
     Result<std::vector<std::string>> path_commands() override;
+    Result<ProcessCensus> census() override;
 
 private:
     // One exchange, after the hello if there was none. Preconditions: none (takes mu_).

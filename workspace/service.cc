@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sys/signalfd.h>
 
+#include <algorithm>
 #include <array>
 #include <csignal>
 
@@ -67,6 +68,8 @@ Result<channel::ReplyValue> dispatch(Workspace& ws, channel::RequestArgs& args) 
                 ASSIGN_OR_RETURN(std::vector<std::string> names, ws.path_commands());
                 return ReplyValue{CommandsResult{std::move(names)}};
             },
+            [&](RealPathArgs& a) { return as_reply(ws.real_path(a.root, a.path)); },
+            [&](CensusArgs&) { return as_reply(ws.census()); },
         },
         args);
 }
@@ -95,15 +98,16 @@ void drain_signalfd(int fd) {
 constexpr size_t kTrimAfterBytes = size_t{1} << 20;
 
 int serve_channel(int fd, LocalWorkspace& ws) {
-    return serve_channel(fd, ws, [&ws] { ws.reap_children(); });
+    return serve_channel(fd, ws, [&ws] { return ws.reap_children(); });
 }
 
-int serve_channel(int fd, Workspace& ws, std::function<void()> on_child_exit) {
+int serve_channel(int fd, Workspace& ws, ReapHook on_child_exit) {
     auto log = log::get("workspace");
     const bool reaps = static_cast<bool>(on_child_exit);
+    std::optional<std::chrono::milliseconds> again;  // when the hook wants to run next
     auto reap = [&] {
         if (reaps) {
-            on_child_exit();
+            again = on_child_exit();
         }
     };
     // SIGCHLD is taken through a signalfd, so it must stay pending rather than be delivered
@@ -136,7 +140,13 @@ int serve_channel(int fd, Workspace& ws, std::function<void()> on_child_exit) {
             // Idle: wait for a request or a child's exit, whichever comes first.
             std::array<pollfd, 2> fds{pollfd{fd, POLLIN, 0}, pollfd{sigchld.get(), POLLIN, 0}};
             const nfds_t count = sigchld ? 2 : 1;
-            const int ready = ::poll(fds.data(), count, sigchld ? -1 : kReapIntervalMs);
+            int timeout = sigchld ? -1 : kReapIntervalMs;
+            if (again) {
+                const auto wanted =
+                    static_cast<int>(std::clamp<int64_t>(again->count(), 0, 60'000));
+                timeout = timeout < 0 ? wanted : std::min(timeout, wanted);
+            }
+            const int ready = ::poll(fds.data(), count, timeout);
             if (ready < 0) {
                 if (errno == EINTR) {
                     continue;

@@ -4,7 +4,9 @@
 //   return serve_channel(3, ws);  // the LocalWorkspace overload: it also reaps
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <optional>
 
 #include "workspace/local_workspace.h"
 #include "workspace/workspace.h"
@@ -20,14 +22,16 @@ namespace stockade::workspace {
 //
 // `on_child_exit`, when set, reaps the worker's children: serve_channel blocks SIGCHLD in the
 // calling thread (restored on return), waits on a signalfd for it next to the channel, and
-// calls the hook whenever SIGCHLD arrives, even while no request comes, and after every
-// request (a child that exits right after its spawn is not missed). Where signalfd is
-// unavailable, the hook runs every kReapIntervalMs instead. For SIGCHLD to reach the signalfd,
-// no other thread of the process may leave it unblocked (the worker is single-threaded).
+// calls the hook whenever SIGCHLD arrives, even while no request comes, after every request (a
+// child that exits right after its spawn is not missed), and once the time the hook last
+// returned has passed (nullopt: no such time). Where signalfd is unavailable, the hook also
+// runs every kReapIntervalMs. For SIGCHLD to reach the signalfd, no other thread of the
+// process may leave it unblocked (the worker is single-threaded).
 //
 // Returns 0 at a clean end of stream, 1 after a fatal channel error (logged). Single-threaded:
 // one request at a time, in order. Does not close `fd`.
-int serve_channel(int fd, Workspace& ws, std::function<void()> on_child_exit = {});
+using ReapHook = std::function<std::optional<std::chrono::milliseconds>()>;
+int serve_channel(int fd, Workspace& ws, ReapHook on_child_exit = {});
 // The worker's loop: serve_channel with ws.reap_children() as the hook.
 int serve_channel(int fd, LocalWorkspace& ws);
 

@@ -114,6 +114,24 @@ struct SpawnedProcess {
     UniqueFd status{};
 };
 
+// A path as the worker's view resolves it (Workspace::real_path).
+struct RealPath {
+    std::string path{};   // beneath the root, normalised; "" is the root itself
+    bool exists = false;  // the whole path exists; else its longest existing prefix was resolved
+};
+
+// The processes of the sandbox, counted by session (each command the worker spawns leads its
+// own session, so a session id is a SpawnedProcess::pid while that command lives).
+struct ProcessCensus {
+    struct Session {
+        int sid = 0;
+        uint32_t processes = 0;
+        std::string name{};  // the command name (comm) of its leader, or of one member
+    };
+    uint32_t total = 0;               // every process but the worker itself
+    std::vector<Session> sessions{};  // sorted by sid
+};
+
 struct ProcessGroupRef {
     uint64_t epoch = 0;
     int pgid = 0;  // a SpawnedProcess::pid
@@ -128,6 +146,10 @@ public:
 
     // Follows symlinks that stay beneath the root; kNotFound when missing.
     virtual Result<FileInfo> stat(Root root, const std::string& path) = 0;
+    // Where `path` leads: symlinks followed as every other call follows them (beneath the
+    // root), the longest existing prefix resolved and the rest appended as given. For policy
+    // checks on the file a name reaches, not the name.
+    virtual Result<RealPath> real_path(Root root, const std::string& path) = 0;
     virtual Result<ReadData> read(Root root, const std::string& path, uint64_t max_bytes) = 0;
     // Atomic: temp file in the same directory, fsync, rename. Mode kept for existing files.
     // A path whose last component is a symlink is refused (kFailedPrecondition, naming the
@@ -152,6 +174,9 @@ public:
     virtual Result<bool> signal_group(ProcessGroupRef group, int signal) = 0;
     // Names of the executables on the worker's PATH, sorted, unique (for "Did you mean …?").
     virtual Result<std::vector<std::string>> path_commands() = 0;
+    // Counts the processes of the sandbox by session, for `process list` and for saying what
+    // holds a full process limit.
+    virtual Result<ProcessCensus> census() = 0;
 };
 
 // Normalises a model-supplied path against the roots: absolute paths must lie beneath a root's

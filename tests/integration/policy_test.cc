@@ -1,8 +1,14 @@
 // The permission policy in real sessions: a Claude Code settings file used unchanged, deny
 // rules that hold for bash (the analysis refuses, the sandbox masks what it cannot see), tools
 // hidden as a whole, ci mode, and the policy CLI.
+#include <signal.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
+#include <thread>
+#include <utility>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -110,6 +116,88 @@ TEST_F(PolicyTest, GitHooksAreReadOnlyByDefault) {
         bash("echo '[core] hooksPath = /tmp' >> .git/config && echo CHANGED || echo refused");
     EXPECT_THAT(text_of(config), HasSubstr("refused")) << text_of(config);
     EXPECT_THAT(text_of(bash("echo fine > src/new.txt && cat src/new.txt")), HasSubstr("fine"));
+}
+
+// Kills the session's newest worker from outside; the next call starts a fresh one.
+void restart_worker(const std::string& state) {
+    const auto workers = worker_pids(state);
+    ASSERT_FALSE(workers.empty());
+    ASSERT_EQ(::kill(workers.back(), SIGKILL), 0);
+    for (int i = 0; i < 100 && alive(workers.back()); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
+TEST_F(PolicyTest, ADeniedFileCannotBeRenamedToANameTheNextWorkerWouldNotMask) {
+    workspace_.write_file("config/secrets.txt", "DB_PASSWORD=rename-me-not\n");
+    workspace_.write_file("config/app.ini", "[app]\n");
+    serve({"--deny", "Read(./config/secrets.txt)"});
+    // The parents of a masked file are pinned: neither they nor the file move.
+    for (const char* command : {"mv config cfg2", "mv config/secrets.txt config/plain.txt",
+                                "mv config/secrets.txt plain.txt"}) {
+        auto moved = bash(std::string(command) + " && echo MOVED || echo refused");
+        EXPECT_THAT(text_of(moved), HasSubstr("refused")) << command << "\n" << text_of(moved);
+    }
+    EXPECT_THAT(text_of(bash("echo 'x=1' >> config/app.ini && cat config/app.ini")),
+                HasSubstr("x=1"))
+        << "the directory itself stays writable";
+    // A fresh worker (a crash, a kill, --resume) shows the secret under no name.
+    restart_worker(state_.path());
+    auto after = bash(
+        "python3 -c \"import glob\nfor f in glob.glob('**/*', recursive=True):\n    try:\n"
+        "        print(f, open(f).read())\n    except Exception as e:\n        print(f, e)\"");
+    EXPECT_THAT(text_of(after), Not(HasSubstr("rename-me-not"))) << text_of(after);
+    EXPECT_EQ(worker_pids(state_.path()).size(), 2U) << "a second worker served the call";
+}
+
+TEST_F(PolicyTest, ALaterWorkerMasksWhatTheRulesMatchThenNotWhatTheyMatchedAtTheStart) {
+    serve({"--deny", "Read(**/*.pem)"});
+    // Made after the session started (by the user, a build, a checkout): the first worker's
+    // masks did not know it.
+    workspace_.write_file("keys/late.pem", "LATE PRIVATE KEY\n");
+    restart_worker(state_.path());
+    auto read = bash("python3 -c \"print(open('keys/' + 'late.pem').read())\" 2>&1 | tail -1");
+    EXPECT_THAT(text_of(read), Not(HasSubstr("LATE PRIVATE KEY"))) << text_of(read);
+    EXPECT_THAT(text_of(read), HasSubstr("Permission denied"));
+}
+
+TEST_F(PolicyTest, TheFileToolsMatchRulesAgainstThePathASymlinkLeadsTo) {
+    serve({"--deny", "Read(./private/**)", "--deny", "Edit(./locked/**)"});
+    // Made after the start, so not masked: the rules must still hold for the file tools when a
+    // symlink leads there under another name.
+    workspace_.write_file("locked/k.txt", "keep\n");
+    workspace_.write_file("private/s.txt", "TOPSECRET\n");
+    for (const auto& [target, link] : std::vector<std::pair<std::string, std::string>>{
+             {"private", "pub"}, {"locked", "open"}, {"private/s.txt", "s-link"}}) {
+        ASSERT_EQ(::symlink(target.c_str(), workspace_.sub(link).c_str()), 0) << link;
+    }
+    for (const char* path : {"pub/s.txt", "s-link"}) {
+        auto r = serve_->call("read", {{"file_path", path}});
+        EXPECT_TRUE(r["result"].value("isError", false)) << path << r.dump();
+        EXPECT_THAT(text_of(r), HasSubstr("Read(./private/**)")) << path;
+        EXPECT_THAT(text_of(r), Not(HasSubstr("TOPSECRET"))) << path;
+    }
+    // A search shows none of what the rules deny, wherever it started.
+    for (const auto& [tool, args] : std::vector<std::pair<std::string, nlohmann::json>>{
+             {"grep", {{"pattern", "TOPSEC"}, {"path", "pub"}}},
+             {"grep", {{"pattern", "TOPSEC"}}},
+             {"glob", {{"pattern", "*.txt"}, {"path", "pub"}}},
+             {"glob", {{"pattern", "**/s.t?t"}}}}) {
+        auto r = serve_->call(tool, args);
+        EXPECT_THAT(text_of(r), HasSubstr("not shown: the policy does not let you read"))
+            << tool << " " << args << r.dump();
+        EXPECT_THAT(text_of(r), Not(HasSubstr("s.txt"))) << tool << " " << args;
+        EXPECT_THAT(text_of(r), Not(HasSubstr("TOPSECRET"))) << tool << " " << args;
+    }
+    auto write = serve_->call("write", {{"file_path", "open/k.txt"}, {"content", "changed\n"}});
+    EXPECT_TRUE(write["result"].value("isError", false)) << write.dump();
+    EXPECT_THAT(text_of(write), HasSubstr("Edit(./locked/**)"));
+    EXPECT_EQ(read_file_text(workspace_.sub("locked/k.txt")).value_or(""), "keep\n");
+    // An ordinary symlink inside the workspace still works.
+    workspace_.write_file("src/real.txt", "plain text\n");
+    ASSERT_EQ(::symlink("src/real.txt", workspace_.sub("alias.txt").c_str()), 0);
+    EXPECT_THAT(text_of(serve_->call("read", {{"file_path", "alias.txt"}})),
+                HasSubstr("plain text"));
 }
 
 TEST_F(PolicyTest, AToolDeniedAsAWholeIsHiddenFromToolsList) {

@@ -3,6 +3,7 @@
 #include "runner/process_manager.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,10 +30,35 @@ std::string make_temp_dir(const char* prefix) {
     return templ;
 }
 
+// Whether a `sleep <arg>` runs (not a zombie) anywhere this process can see.
+bool sleeping(const std::string& arg) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream cmdline(entry.path() / "cmdline", std::ios::binary);
+        std::string text((std::istreambuf_iterator<char>(cmdline)), {});
+        if (text != std::string("sleep\0", 6) + arg + std::string(1, '\0')) {
+            continue;
+        }
+        std::ifstream stat(entry.path() / "stat");
+        std::string line((std::istreambuf_iterator<char>(stat)), {});
+        const size_t paren = line.rfind(')');
+        if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z') {
+            return true;
+        }
+    }
+    return false;
+}
+
 class ProcessManagerTest : public ::testing::Test {
 protected:
-    ProcessManagerTest() : root_(make_temp_dir("pm-ws")), logs_(make_temp_dir("pm-logs")) {
-        auto ws = workspace::LocalWorkspace::open(root_, "");
+    // `subreaper`: this process takes the orphans of its commands and stops them, as the
+    // worker does (LocalWorkspace::Options::stop_leftovers).
+    explicit ProcessManagerTest(bool subreaper = false)
+        : root_(make_temp_dir("pm-ws")), logs_(make_temp_dir("pm-logs")), subreaper_(subreaper) {
+        if (subreaper_) {
+            EXPECT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+        }
+        auto ws = workspace::LocalWorkspace::open(
+            root_, "", workspace::LocalWorkspace::Options{.stop_leftovers = subreaper_});
         EXPECT_TRUE(ws.has_value());
         ws_ = std::make_unique<workspace::LocalWorkspace>(std::move(ws).value());
         reaper_ = std::thread([this] {
@@ -47,6 +73,9 @@ protected:
         done_ = true;
         reaper_.join();
         ws_->reap_children();
+        if (subreaper_) {
+            (void)::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+        }
         std::error_code ec;
         std::filesystem::remove_all(root_, ec);
         std::filesystem::remove_all(logs_, ec);
@@ -85,6 +114,7 @@ protected:
 
     std::string root_;
     std::string logs_;
+    bool subreaper_ = false;
     std::unique_ptr<workspace::LocalWorkspace> ws_;
     std::unique_ptr<ProcessManagerImpl> pm_;
     std::atomic<bool> done_{false};
@@ -205,24 +235,72 @@ TEST_F(ProcessManagerTest, ForegroundProcessesAreHiddenUntilAdopted) {
     EXPECT_FALSE(m.info(p->id).has_value()) << "the foreground id is gone";
 }
 
-TEST_F(ProcessManagerTest, LeftoversHoldingTheOutputAreFoundAndStopped) {
+// What a command leaves running is reparented to the reaper (the worker, pid 1 in the
+// sandbox; here, this test process made a child subreaper), which stops it and reports it with
+// the leader's status.
+class LeftoverTest : public ProcessManagerTest {
+protected:
+    LeftoverTest() : ProcessManagerTest(true) {}
+};
+
+TEST_F(LeftoverTest, WhatACommandLeftRunningIsStoppedAndReportedWithItsExit) {
     auto& m = pm({.drain_quiet = 50ms});
-    auto p = m.start(shell("sleep 300 & echo started", false));
+    auto p =
+        m.start(shell("sleep 300 & setsid sleep 301 </dev/null >/dev/null 2>&1 & "
+                      "(sleep 302 </dev/null >/dev/null 2>&1 &) ; echo started",
+                      false));
     ASSERT_TRUE(p.has_value());
     auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
     ASSERT_TRUE(done.has_value());
     EXPECT_EQ(done->state, tools::ProcessState::kExited);
-    EXPECT_FALSE(done->output_closed) << "the sleep still holds the pipe";
-    auto left = m.stop_leftovers(p->id);
-    ASSERT_TRUE(left.has_value());
-    EXPECT_TRUE(*left);
+    EXPECT_EQ(done->leftovers, 3U);
+    // Each by its command name at that moment: `setsid` until it has exec'd its sleep.
+    EXPECT_THAT(done->leftover_names, ::testing::Each(::testing::AnyOf("sleep", "setsid", "sh")));
     bool closed = false;
     for (int i = 0; i < 500 && !closed; ++i) {
         closed = m.info(p->id)->output_closed;
         std::this_thread::sleep_for(10ms);
     }
-    EXPECT_TRUE(closed) << "SIGTERM ended the sleep, and with it the pipe";
+    EXPECT_TRUE(closed) << "SIGTERM ended the sleep that held the pipe";
+    for (const char* n : {"300", "301", "302"}) {
+        EXPECT_FALSE(sleeping(n)) << "sleep " << n << " outlived its command";
+    }
     m.forget(p->id);
+}
+
+TEST_F(LeftoverTest, ACommandThatIgnoresSigtermIsKilledAfterTheGrace) {
+    auto& m = pm({.drain_quiet = 50ms});
+    auto p = m.start(shell("(trap '' TERM; exec sleep 303) </dev/null >/dev/null 2>&1 &", false));
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_EQ(done->leftovers, 1U);
+    EXPECT_TRUE(sleeping("303")) << "still in its grace period";
+    for (int i = 0; i < 100 && sleeping("303"); ++i) {
+        std::this_thread::sleep_for(50ms);
+    }
+    EXPECT_FALSE(sleeping("303")) << "SIGKILL after the grace";
+    m.forget(p->id);
+}
+
+TEST_F(LeftoverTest, WhatARunningCommandStartsStaysBeneathIt) {
+    auto& m = pm();
+    auto p = m.start(shell("setsid sleep 304 </dev/null >/dev/null 2>&1 & sleep 30", true));
+    ASSERT_TRUE(p.has_value());
+    for (int i = 0; i < 100 && !sleeping("304"); ++i) {
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_TRUE(sleeping("304")) << "nothing is stopped while its command runs";
+    auto stopped = m.stop(p->id, 2s);
+    ASSERT_TRUE(stopped.has_value());
+    EXPECT_EQ(stopped->state, tools::ProcessState::kStopped);
+    // The setsid'd sleep left the group, not the command (and the group's own `sleep 30` may
+    // still be on its way out of the SIGTERM when its shell has gone).
+    EXPECT_GE(stopped->leftovers, 1U);
+    for (int i = 0; i < 100 && sleeping("304"); ++i) {
+        std::this_thread::sleep_for(20ms);
+    }
+    EXPECT_FALSE(sleeping("304"));
 }
 
 TEST_F(ProcessManagerTest, APtyMakesTheOutputATerminal) {

@@ -98,11 +98,12 @@ TEST(MountPlanPolicyTest, ParentsOfReadOnlyPathsArePinnedBelowTheWritableBindOnl
     EXPECT_EQ(targets_of(plan, MountOpKind::kPin), pinned_directories(spec));
 }
 
-TEST(MountPlanPolicyTest, MaskedPathsAloneAreNotPinned) {
-    // Moving a masked file's parent away takes the mask along: nothing to pin for.
+TEST(MountPlanPolicyTest, ParentsOfMaskedPathsArePinnedToo) {
+    // Moving a masked file's parent away would take the mask along, and the next sandbox,
+    // which masks the rule's paths, would show the file under its new name.
     SandboxSpec spec = spec_with_workspace();
     spec.masked_paths = {"/home/u/ws/a/b/.env"};
-    EXPECT_THAT(pinned_directories(spec), IsEmpty());
+    EXPECT_THAT(pinned_directories(spec), ElementsAre("/home/u/ws/a", "/home/u/ws/a/b"));
     // Masked and read-only: masked, and pinned.
     spec.read_only_paths = {"/home/u/ws/a/b/.env"};
     EXPECT_THAT(pinned_directories(spec), ElementsAre("/home/u/ws/a", "/home/u/ws/a/b"));

@@ -76,7 +76,7 @@ TEST_F(BashToolTest, SuccessRendersOutputAndTheStatusLine) {
 
     // The foreground process is forgotten once the call returns; nothing is left over.
     EXPECT_EQ(h.pm.forgotten, (std::vector<std::string>{"fg-1"}));
-    EXPECT_TRUE(h.pm.leftovers_stopped.empty());
+    EXPECT_FALSE(m.contains("leftovers_stopped"));
     EXPECT_EQ(h.pm.process_count(), 0U);
 }
 
@@ -301,6 +301,16 @@ TEST_F(BashToolTest, Exit127WithOtherOutputIsAnOrdinaryResult) {
     EXPECT_TRUE(r.content.ends_with("[exit code 127 \u00b7 3.2s \u00b7 cwd /work/proj]"));
 }
 
+TEST_F(BashToolTest, AStartThatFindsTheProcessLimitFullSaysWhatHoldsIt) {
+    h.pm.scripts["make test"] = FakeScript{
+        .start_error = Error{Errc::kResourceExhausted,
+                             "spawn: fork: EAGAIN (Resource temporarily unavailable)", EAGAIN}};
+    h.pm.load_answer = {.total = 512, .limit = 512, .holders = {}, .elsewhere = 512};
+    const ToolResult r = bash("make test");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("bash_start_at_process_limit.txt", r.content);
+}
+
 TEST_F(BashToolTest, OtherStartFailures) {
     h.pm.scripts["a"] =
         FakeScript{.start_error = Error{Errc::kResourceExhausted, "64 processes are running"}};
@@ -314,21 +324,21 @@ TEST_F(BashToolTest, OtherStartFailures) {
     EXPECT_EQ(r.content, "Command failed to start: the sandbox is gone.");
 }
 
-TEST_F(BashToolTest, LeftoverBackgroundJobsAreStopped) {
-    h.pm.scripts["npm start &"] =
-        FakeScript{.output = "started\r\n", .output_closed = false, .leftovers = true};
-    const ToolResult r = bash("npm start &");
+TEST_F(BashToolTest, WhatTheCommandLeftRunningWasStoppedAndTheResultSaysSo) {
+    h.pm.scripts["npm start & setsid python3 -m http.server &"] = FakeScript{
+        .output = "started\r\n", .output_closed = false, .leftovers = {"node", "python3"}};
+    const ToolResult r = bash("npm start & setsid python3 -m http.server &");
     EXPECT_FALSE(r.is_error);
     expect_golden("bash_leftovers.txt", r.content);
-    EXPECT_EQ(h.pm.leftovers_stopped, (std::vector<std::string>{"fg-1"}));
-    EXPECT_EQ(r.metadata["stopped_leftovers"], true);
+    EXPECT_EQ(r.metadata["leftovers_stopped"], 2);
+    EXPECT_EQ(r.metadata["leftover_names"], (nlohmann::json{"node", "python3"}));
 }
 
 TEST_F(BashToolTest, OutputHeldOpenButNothingLeft) {
-    h.pm.scripts["x"] = FakeScript{.output = "ok\n", .output_closed = false, .leftovers = false};
+    h.pm.scripts["x"] = FakeScript{.output = "ok\n", .output_closed = false};
     const ToolResult r = bash("x");
-    EXPECT_EQ(h.pm.leftovers_stopped, (std::vector<std::string>{"fg-1"}));
     EXPECT_EQ(r.content.find("Note:"), std::string::npos);
+    EXPECT_EQ(r.content.find("Stopped"), std::string::npos);
 }
 
 TEST_F(BashToolTest, DestructiveCommandsCarryAWarning) {

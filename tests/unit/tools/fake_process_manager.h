@@ -32,8 +32,9 @@ struct FakeScript {
     std::optional<int> exit_code = 0;
     std::optional<int> signal{};
     std::chrono::milliseconds runtime{3200};
-    bool output_closed = true;     // false: a background child still holds the output
-    bool leftovers = false;        // what stop_leftovers answers
+    bool output_closed = true;  // false: a background child still holds the output
+    // Processes it left running when it ended, which the sandbox stopped: their names.
+    std::vector<std::string> leftovers{};
     std::string write_response{};  // appended to the output on every write()
     std::optional<Error> start_error{};
     std::optional<Error> write_error{};
@@ -56,6 +57,7 @@ public:
 
     std::map<std::string, FakeScript> scripts;  // by StartRequest::command
     FakeScript fallback{};
+    ProcessLoad load_answer{.total = 3, .limit = 4096};  // what load() answers
     std::vector<std::string> path{"cat",  "git", "grep", "ls",      "make",
                                   "node", "npm", "npx",  "python3", "pytest"};
 
@@ -89,7 +91,7 @@ public:
     // ---- Record ----------------------------------------------------------------------------
 
     std::vector<StartRequest> starts;
-    std::vector<std::string> killed, forgotten, leftovers_stopped, stopped;
+    std::vector<std::string> killed, forgotten, stopped;
     std::vector<std::pair<std::string, std::string>> writes;
     std::vector<std::pair<std::string, std::string>> adopted;  // {foreground id, public id}
     std::vector<std::string> wait_exit_calls;
@@ -247,10 +249,9 @@ public:
         return {};
     }
 
-    Result<bool> stop_leftovers(const std::string& id) override {
-        leftovers_stopped.push_back(id);
-        ASSIGN_OR_RETURN(Proc * p, find(id));
-        return p->script.leftovers;
+    Result<ProcessLoad> load() override {
+        ProcessLoad out = load_answer;
+        return out;
     }
 
     Result<std::string> adopt(const std::string& id) override {
@@ -298,6 +299,8 @@ private:
         p.info.signal = p.script.signal;
         p.info.output_closed = p.script.output_closed;
         p.info.runtime = p.script.runtime;
+        p.info.leftovers = static_cast<uint32_t>(p.script.leftovers.size());
+        p.info.leftover_names = p.script.leftovers;
         sync(p);
     }
 

@@ -149,12 +149,35 @@ TEST_F(ProcessToolTest, ListShowsRunningFirst) {
     failed.info.failure = "the sandbox worker died";
     h.pm.add_background("python3 -m http.server 8000",
                         FakeScript{.runtime = milliseconds(3'723'000)});
+    h.pm.load_answer = {.total = 3100,
+                        .limit = 4096,
+                        .holders = {{.id = "p2", .command = "npm run dev", .processes = 3090},
+                                    {.id = "p3", .command = "pytest -x", .processes = 1}},
+                        .elsewhere = 9};
     const ToolResult r = process({{"action", "list"}});
     EXPECT_FALSE(r.is_error);
     expect_golden("process_list.txt", r.content);
+    EXPECT_EQ(r.metadata["sandbox_processes"], 3100);
+    EXPECT_EQ(r.metadata["process_limit"], 4096);
     EXPECT_EQ(r.metadata["title"], "Process list \u00b7 3 running, 3 ended");
     EXPECT_EQ(r.metadata["processes"].size(), 6U);
     EXPECT_EQ(r.metadata["processes"][0]["id"], "p2");
+}
+
+TEST_F(ProcessToolTest, AStartThatFindsTheProcessLimitFullSaysWhatHoldsIt) {
+    h.pm.add_background("make -j", FakeScript{.runtime = milliseconds(60'000)});
+    h.pm.scripts["npm run dev"] =
+        FakeScript{.start_error = Error{Errc::kResourceExhausted,
+                                        "spawn: fork: EAGAIN (Resource temporarily "
+                                        "unavailable)",
+                                        EAGAIN}};
+    h.pm.load_answer = {.total = 4096,
+                        .limit = 4096,
+                        .holders = {{.id = "p1", .command = "make -j", .processes = 4090}},
+                        .elsewhere = 6};
+    const ToolResult r = process({{"action", "start"}, {"command", "npm run dev"}});
+    EXPECT_TRUE(r.is_error);
+    expect_golden("process_start_at_process_limit.txt", r.content);
 }
 
 TEST_F(ProcessToolTest, ListWhenEmpty) {

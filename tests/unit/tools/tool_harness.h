@@ -99,6 +99,20 @@ public:
         return info_of(st);
     }
 
+    // The temp directory's own symlinks, followed lexically by the host (no sandbox here).
+    Result<workspace::RealPath> real_path(workspace::Root root, const std::string& path) override {
+        std::error_code ec;
+        const std::filesystem::path base = real(root, "");
+        const std::filesystem::path resolved =
+            std::filesystem::weakly_canonical(real(root, path), ec);
+        if (ec) {
+            return errno_error("realpath", ec.value());
+        }
+        const std::string rel = resolved.lexically_relative(base).generic_string();
+        return workspace::RealPath{.path = rel == "." ? std::string() : rel,
+                                   .exists = std::filesystem::exists(resolved, ec)};
+    }
+
     Result<workspace::ReadData> read(workspace::Root root, const std::string& path,
                                      uint64_t max_bytes) override {
         std::ifstream in(real(root, path), std::ios::binary);
@@ -314,6 +328,7 @@ private:
     }
     Result<bool> signal_group(workspace::ProcessGroupRef, int) override { return false; }
     Result<std::vector<std::string>> path_commands() override { return std::vector<std::string>{}; }
+    Result<workspace::ProcessCensus> census() override { return workspace::ProcessCensus{}; }
 };
 
 // Spills into the fake's spill directory as <tool>-<call>.txt.

@@ -994,6 +994,43 @@ TEST(ChannelReplyTest, SignalAndCommandsResultsRoundTrip) {
                 HasErrc(Errc::kInvalidArgument));
 }
 
+TEST(ChannelRequestTest, RealPathAndCensusRoundTrip) {
+    auto r = round_trip(Request{13, RealPathArgs{.root = Root::kSpill, .path = "a/b c"}});
+    ASSERT_THAT(r, IsOk());
+    EXPECT_EQ(op_of(r->args), Op::kRealPath);
+    EXPECT_EQ(std::get<RealPathArgs>(r->args).root, Root::kSpill);
+    EXPECT_EQ(std::get<RealPathArgs>(r->args).path, "a/b c");
+    EXPECT_THAT(
+        encode_request(Request{14, RealPathArgs{.path = std::string(kMaxPathBytes + 1, 'a')}}),
+        HasErrc(Errc::kInvalidArgument));
+    auto c = round_trip(Request{15, CensusArgs{}});
+    ASSERT_THAT(c, IsOk());
+    EXPECT_EQ(op_of(c->args), Op::kCensus);
+}
+
+TEST(ChannelReplyTest, RealPathAndCensusResultsRoundTrip) {
+    auto r = round_trip(Reply{1, ReplyValue{RealPath{.path = "private/s.txt", .exists = true}}},
+                        Op::kRealPath);
+    ASSERT_THAT(r, IsOk());
+    ASSERT_THAT(r->result, IsOk());
+    EXPECT_EQ(std::get<RealPath>(*r->result).path, "private/s.txt");
+    EXPECT_TRUE(std::get<RealPath>(*r->result).exists);
+
+    ProcessCensus census{.total = 5,
+                         .sessions = {{.sid = 7, .processes = 4, .name = "make"},
+                                      {.sid = 40, .processes = 1, .name = "py\xffthon"}}};
+    auto c = round_trip(Reply{2, ReplyValue{census}}, Op::kCensus);
+    ASSERT_THAT(c, IsOk());
+    ASSERT_THAT(c->result, IsOk());
+    const auto& got = std::get<ProcessCensus>(*c->result);
+    EXPECT_EQ(got.total, 5U);
+    ASSERT_EQ(got.sessions.size(), 2U);
+    EXPECT_EQ(got.sessions[0].sid, 7);
+    EXPECT_EQ(got.sessions[0].processes, 4U);
+    EXPECT_EQ(got.sessions[0].name, "make");
+    EXPECT_EQ(got.sessions[1].name, "py\xef\xbf\xbdthon");
+}
+
 INSTANTIATE_TEST_SUITE_P(
     NewOps, ChannelMalformedReplyTest,
     ::testing::Values(
@@ -1067,7 +1104,29 @@ INSTANTIATE_TEST_SUITE_P(
                              {{"v", 1}, {"id", 1}, {"ok", true}, {"names", json::array()}},
                              "x",
                              "unexpected payload"},
-            Op::kCommands)),
+            Op::kCommands),
+        std::make_tuple(MalformedMessage{"RealPathExistsMissing",
+                                         {{"v", 1}, {"id", 1}, {"ok", true}, {"path", "a"}},
+                                         "",
+                                         "\"exists\" is missing"},
+                        Op::kRealPath),
+        std::make_tuple(
+            MalformedMessage{"CensusSessionNotAnObject",
+                             {{"v", 1}, {"id", 1}, {"ok", true}, {"total", 1}, {"sessions", {1}}},
+                             "",
+                             "must be an object"},
+            Op::kCensus),
+        std::make_tuple(
+            MalformedMessage{
+                "CensusSidAboveTheLimit",
+                {{"v", 1},
+                 {"id", 1},
+                 {"ok", true},
+                 {"total", 1},
+                 {"sessions", {{{"sid", kMaxPid + 1}, {"processes", 1}, {"name", "x"}}}}},
+                "",
+                "above the limit"},
+            Op::kCensus)),
     [](const auto& p) { return std::string(std::get<0>(p.param).name); });
 
 // ---- Over a socket --------------------------------------------------------------------------

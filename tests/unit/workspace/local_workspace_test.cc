@@ -24,6 +24,7 @@ using stockade::testing::HasErrc;
 using stockade::testing::IsOk;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using testing::TempDir;
 
@@ -237,6 +238,42 @@ TEST_P(LocalWorkspaceTest, MakeDirsCreatesEveryComponent) {
     auto through_file = ws_->make_dirs(Root::kWorkspace, "hello.txt/sub");
     ASSERT_THAT(through_file, HasErrc(Errc::kFailedPrecondition));
     EXPECT_THAT(through_file.error().message, HasSubstr("not a directory"));
+}
+
+TEST_P(LocalWorkspaceTest, RealPathIsWhereANameLeadsWhatExistsResolvedTheRestAppended) {
+    tmp_.symlink("ws/code", "src");
+    tmp_.mkdir("ws/deep/er");
+    tmp_.symlink("ws/deep/er/up", "../../hello.txt");
+    tmp_.symlink("ws/out", "../outside/secret");
+    auto expect = [&](const std::string& path, const std::string& real, bool exists) {
+        auto got = ws_->real_path(Root::kWorkspace, path);
+        ASSERT_THAT(got, IsOk()) << path;
+        EXPECT_EQ(got->path, real) << path;
+        EXPECT_EQ(got->exists, exists) << path;
+    };
+    expect("", "", true);
+    expect("hello.txt", "hello.txt", true);
+    expect("code/a.cc", "src/a.cc", true);
+    expect("deep/er/up", "hello.txt", true);
+    expect("code/new/file.cc", "src/new/file.cc", false);
+    expect("missing", "missing", false);
+    // What every other call refuses, real_path refuses the same way.
+    EXPECT_THAT(ws_->real_path(Root::kWorkspace, "out"), HasErrc(Errc::kPermissionDenied));
+    EXPECT_THAT(ws_->real_path(Root::kWorkspace, "hello.txt/x"), Not(IsOk()));
+    auto spill = ws_->real_path(Root::kSpill, "out-1.txt");
+    ASSERT_THAT(spill, IsOk());
+    EXPECT_EQ(spill->path, "out-1.txt");
+}
+
+TEST_P(LocalWorkspaceTest, CensusCountsTheProcessesBySession) {
+    auto census = ws_->census();
+    ASSERT_THAT(census, IsOk());
+    EXPECT_GE(census->total, 1U) << "this test's parent, at least";
+    uint32_t counted = 0;
+    for (const auto& session : census->sessions) {
+        counted += session.processes;
+    }
+    EXPECT_EQ(counted, census->total);
 }
 
 TEST_P(LocalWorkspaceTest, SymlinksThatStayInsideAreFollowed) {

@@ -191,8 +191,12 @@ TEST(ServeChannelHookTest, TheReapHookRunsAfterEveryRequest) {
     ASSERT_THAT(pair, IsOk());
     std::atomic<int> reaps{0};
     int exit_code = -1;
-    std::jthread server(
-        [&] { exit_code = serve_channel(pair->second.get(), *ws, [&] { ++reaps; }); });
+    std::jthread server([&] {
+        exit_code = serve_channel(pair->second.get(), *ws, [&] {
+            ++reaps;
+            return std::optional<std::chrono::milliseconds>();
+        });
+    });
     for (uint64_t id = 1; id <= 3; ++id) {
         ASSERT_THAT(channel::send_frame(pair->first.get(),
                                         raw_frame(json{{"v", 1}, {"id", id}, {"op", "hello"}})),
