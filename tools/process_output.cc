@@ -287,14 +287,17 @@ std::string load_line(const ProcessLoad& load) {
     return line;
 }
 
-std::string status_phrase(const ProcessInfo& info) {
-    std::string phrase = state_phrase(info);
-    if (info.leftovers > 0 && info.state != ProcessState::kRunning) {
-        phrase += fmt::format("; {} it left running {} stopped{}",
-                              count_of(info.leftovers, "process", "processes"),
-                              info.leftovers == 1 ? "was" : "were", leftover_list(info));
+std::string leftovers_clause(const ProcessInfo& info) {
+    if (info.leftovers == 0 || info.state == ProcessState::kRunning) {
+        return "";
     }
-    return phrase;
+    return fmt::format("; {} it left running {} stopped{}",
+                       count_of(info.leftovers, "process", "processes"),
+                       info.leftovers == 1 ? "was" : "were", leftover_list(info));
+}
+
+std::string status_phrase(const ProcessInfo& info) {
+    return state_phrase(info) + leftovers_clause(info);
 }
 
 std::string one_line(std::string_view command, size_t max_chars) {

@@ -52,6 +52,8 @@ std::string signal_name(int signal);
 std::string status_phrase(const ProcessInfo& info);
 // " (node, python3)", " (node and 2 more)": the names of what it left running; "" without.
 std::string leftover_list(const ProcessInfo& info);
+// "; 2 processes it left running were stopped (node, python3)" once it ended; "" without.
+std::string leftovers_clause(const ProcessInfo& info);
 
 // ---- The sandbox's processes -----------------------------------------------------------------
 

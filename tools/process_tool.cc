@@ -685,8 +685,9 @@ private:
             } else {
                 code = "stopped";
             }
-            r.content = fmt::format("Stopped {} ({}) \u00b7 {} \u00b7 ran {}. Full log: {}", id,
-                                    command, code, format_clock(now.runtime), now.log_path);
+            r.content =
+                fmt::format("Stopped {} ({}) \u00b7 {}{} \u00b7 ran {}. Full log: {}", id, command,
+                            code, leftovers_clause(now), format_clock(now.runtime), now.log_path);
         } else {
             r.content =
                 fmt::format("{} ({}) {} before it could be stopped \u00b7 ran {}. Full log: {}", id,

@@ -204,5 +204,85 @@ TEST_F(SessionEscapeTest, ADaemonThatLeavesItsGroupStillDiesWithTheSession) {
     EXPECT_FALSE(found) << "a setsid'd process outlived the session";
 }
 
+// Whether a process with this exact command line runs (not a zombie) anywhere on the host.
+bool running(const std::string& cmdline) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        auto text = read_file_text(entry.path().string() + "/cmdline");
+        if (!text || *text != cmdline) {
+            continue;
+        }
+        auto stat = read_file_text(entry.path().string() + "/stat");
+        const size_t paren = stat ? stat->rfind(')') : std::string::npos;
+        if (paren != std::string::npos && paren + 2 < stat->size() && (*stat)[paren + 2] != 'Z') {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool gone_soon(const std::string& cmdline) {
+    for (int i = 0; i < 100 && running(cmdline); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return !running(cmdline);
+}
+
+TEST_F(SessionEscapeTest, WhatABashCallLeavesRunningIsStoppedWhenItReturns) {
+    // setsid, a double fork and nohup all leave the command's process group; none of them
+    // leaves the command.
+    std::string out = bash(
+        "setsid sleep 9201 </dev/null >/dev/null 2>&1 & "
+        "(sleep 9202 </dev/null >/dev/null 2>&1 &) ; "
+        "nohup sleep 9203 </dev/null >/dev/null 2>&1 & echo launched");
+    EXPECT_THAT(out, HasSubstr("launched"));
+    EXPECT_THAT(out, HasSubstr("Stopped 3 processes this command left running")) << out;
+    for (const char* n : {"9201", "9202", "9203"}) {
+        EXPECT_TRUE(gone_soon(std::string("sleep\0", 6) + n + std::string(1, '\0')))
+            << "sleep " << n << " outlived its bash call";
+    }
+}
+
+TEST_F(SessionEscapeTest, StoppingAProcessStopsWhatItStartedOutsideItsGroup) {
+    auto started = serve_->call(
+        "process", {{"action", "start"},
+                    {"command", "setsid sleep 9204 </dev/null >/dev/null 2>&1 & sleep 600"}});
+    ASSERT_THAT(text_of(started), HasSubstr("Started p1"));
+    const std::string daemon = std::string("sleep\0", 6) + "9204" + std::string(1, '\0');
+    for (int i = 0; i < 100 && !running(daemon); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(running(daemon)) << "it runs while its process does";
+    auto stopped = serve_->call("process", {{"action", "stop"}, {"id", "p1"}});
+    EXPECT_THAT(text_of(stopped), HasSubstr("it left running")) << text_of(stopped);
+    EXPECT_TRUE(gone_soon(daemon)) << "the setsid'd child outlived `process stop`";
+}
+
+TEST_F(SessionEscapeTest, AProcessThatFillsTheProcessLimitIsNamedByTheNextFailure) {
+    end_session();
+    serve_ = std::make_unique<ServeProcess>(workspace_.path(), state_.path(),
+                                            std::vector<std::string>{"--pids", "40"});
+    ASSERT_TRUE(serve_->initialize().contains("result"));
+    auto started = serve_->call(
+        "process", {{"action", "start"},
+                    {"command", "for i in $(seq 1 60); do sleep 600 & done 2>/dev/null; wait"}});
+    ASSERT_THAT(text_of(started), HasSubstr("Started p1"));
+    std::string list;
+    for (int i = 0; i < 50; ++i) {
+        list = text_of(serve_->call("process", {{"action", "list"}}));
+        if (list.find("Near the limit") != std::string::npos) {
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_THAT(list, HasSubstr("of 40 allowed")) << list;
+    EXPECT_THAT(list, HasSubstr("Near the limit")) << list;
+    auto refused = serve_->call("bash", {{"command", "true"}});
+    EXPECT_TRUE(refused["result"].value("isError", false)) << refused.dump();
+    EXPECT_THAT(text_of(refused), HasSubstr("p1 (for i in"));
+    EXPECT_THAT(text_of(refused), HasSubstr(R"({"action":"stop","id":"p1"})"));
+    (void)serve_->call("process", {{"action", "stop"}, {"id", "p1"}});
+    EXPECT_THAT(bash("echo room again"), HasSubstr("room again"));
+}
+
 }  // namespace
 }  // namespace stockade::testing

@@ -270,7 +270,9 @@ TEST_F(LeftoverTest, WhatACommandLeftRunningIsStoppedAndReportedWithItsExit) {
 
 TEST_F(LeftoverTest, ACommandThatIgnoresSigtermIsKilledAfterTheGrace) {
     auto& m = pm({.drain_quiet = 50ms});
-    auto p = m.start(shell("(trap '' TERM; exec sleep 303) </dev/null >/dev/null 2>&1 &", false));
+    // The leader waits a little, so that its child has set its trap and become the sleep.
+    auto p = m.start(
+        shell("(trap '' TERM; exec sleep 303) </dev/null >/dev/null 2>&1 & sleep 0.5", false));
     ASSERT_TRUE(p.has_value());
     auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
     ASSERT_TRUE(done.has_value());

@@ -228,6 +228,8 @@ public:
             } else {
                 p->info.state = ProcessState::kStopped;
                 p->info.output_closed = true;
+                p->info.leftovers = static_cast<uint32_t>(p->script.leftovers.size());
+                p->info.leftover_names = p->script.leftovers;
                 if (p->script.stop_exit_code) {
                     p->info.exit_code = p->script.stop_exit_code;
                 } else {

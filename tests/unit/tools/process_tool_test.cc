@@ -359,6 +359,18 @@ TEST_F(ProcessToolTest, StopSendsSigterm) {
     EXPECT_EQ(r.metadata["title"], "Process stop p1 \u00b7 stopped SIGTERM");
 }
 
+TEST_F(ProcessToolTest, StopSaysWhatItStoppedThatTheProcessHadStartedOutsideItsGroup) {
+    h.pm.add_background("./run-daemons.sh", FakeScript{.runtime = milliseconds(9'000),
+                                                       .leftovers = {"redis-server", "node"}});
+    const ToolResult r = process({{"action", "stop"}, {"id", "p1"}});
+    EXPECT_FALSE(r.is_error);
+    expect_golden("process_stop_leftovers.txt", r.content);
+    h.pm.add_background("./once.sh",
+                        FakeScript{.runtime = milliseconds(1'000), .leftovers = {"sleep"}},
+                        ProcessState::kExited);
+    expect_golden("process_list_leftovers.txt", process({{"action", "list"}}).content);
+}
+
 TEST_F(ProcessToolTest, StopThatNeededSigkill) {
     h.pm.add_background("stubborn", FakeScript{.runtime = milliseconds(65'000), .stop_signal = 9});
     const ToolResult r = process({{"action", "stop"}, {"id", "p1"}});
