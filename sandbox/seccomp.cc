@@ -5,12 +5,14 @@
 //     ("deny unless the argument is one of these values") is what libseccomp cannot express: it
 //     rejects a rule whose action is the default action (EACCES) and a rule that compares the
 //     same argument twice (EINVAL), so "not one of" would take dozens of masked rules.
-//  2. The libseccomp program: the deny list, clone3, clone's namespace flags and the ioctls.
+//  2. The libseccomp program: the deny list, clone3, clone's namespace flags, the ioctls and
+//     the fcntls.
 //
 // Classic BPF jumps are relative and forward only, so the libseccomp program runs unchanged
 // after the prologue; each prologue path either returns or falls through to it.
 #include "sandbox/seccomp.h"
 
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -75,6 +77,11 @@ constexpr std::array<uint64_t, 8> kNamespaceCloneFlags = {
 
 // ioctl requests denied on every descriptor: both can inject input into a terminal.
 constexpr std::array<uint64_t, 2> kDeniedIoctls = {TIOCSTI, TIOCLINUX};
+
+// fcntl commands denied: a lease makes every other open of the file — the session worker's,
+// an execve of it, another session's on a shared workspace — wait up to lease-break-time
+// (45 s), which froze the single-threaded worker. No agent's command needs one.
+constexpr std::array<uint64_t, 1> kDeniedFcntls = {F_SETLEASE};
 
 // personality(2) values allowed (Docker's list): the default, the 32-bit and uname-2.6 variants
 // and the query. Anything else (ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC...) fails with EPERM.
@@ -328,6 +335,12 @@ Result<std::vector<sock_filter>> build_libseccomp_part() {
         const std::array cmp = {scmp_arg_cmp{
             .arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffULL, .datum_b = request}};
         RETURN_IF_ERROR(add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", SCMP_SYS(ioctl), cmp));
+    }
+    // fcntl's command is an unsigned int too.
+    for (uint64_t command : kDeniedFcntls) {
+        const std::array cmp = {scmp_arg_cmp{
+            .arg = 1, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffULL, .datum_b = command}};
+        RETURN_IF_ERROR(add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "fcntl", SCMP_SYS(fcntl), cmp));
     }
     return export_bpf(ctx);
 }

@@ -193,6 +193,16 @@ TEST_F(SeccompProgramTest, TerminalInjectionIoctlsFailWhateverTheHighBits) {
     EXPECT_EQ(run(SYS_ioctl, {0, FIONREAD}), kAllow);
 }
 
+TEST_F(SeccompProgramTest, LeasesAreDeniedTheRestOfFcntlIsNot) {
+    for (uint64_t high : std::initializer_list<uint64_t>{0, 1ULL << 32}) {
+        EXPECT_EQ(run(SYS_fcntl, {3, high | F_SETLEASE, F_WRLCK}), errno_action(EPERM))
+            << std::hex << high;
+    }
+    EXPECT_EQ(run(SYS_fcntl, {3, F_GETLEASE}), kAllow);
+    EXPECT_EQ(run(SYS_fcntl, {3, F_SETFD, FD_CLOEXEC}), kAllow);
+    EXPECT_EQ(run(SYS_fcntl, {3, F_SETLK}), kAllow);
+}
+
 TEST_F(SeccompProgramTest, PersonalityAllowsOnlyTheDefaultsAndTheQuery) {
     for (uint64_t persona : std::initializer_list<uint64_t>{
              0x0, 0x8, 0x20000, 0x20008, 0xffffffff,
