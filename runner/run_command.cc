@@ -22,6 +22,7 @@
 #include "common/syscall.h"
 #include "images/image.h"
 #include "runner/policy_enforcement.h"
+#include "runner/private_tmp.h"
 #include "runner/terminal.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/features.h"
@@ -85,17 +86,6 @@ bool valid_env_name(std::string_view name) {
         }
     }
     return true;
-}
-
-void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
-    std::string prefix = fmt::format("{}=", name);
-    for (auto& entry : env) {
-        if (entry.rfind(prefix, 0) == 0) {
-            entry = prefix + std::string(value);
-            return;
-        }
-    }
-    env.push_back(prefix + std::string(value));
 }
 
 std::optional<std::string> lookup_env(const std::vector<std::string>& env, std::string_view name) {
@@ -174,48 +164,6 @@ Result<std::string> protected_path(const std::string& flag, const std::string& p
     }
     return normal;
 }
-
-// At level landlock the command shares the host's /tmp and /dev/shm, where other users' and
-// other jobs' files live. Give it a private temporary directory instead (TMPDIR), removed at
-// the end, and no write access to either shared directory.
-class PrivateTmp {
-public:
-    PrivateTmp() = default;
-    PrivateTmp(const PrivateTmp&) = delete;
-    PrivateTmp& operator=(const PrivateTmp&) = delete;
-    ~PrivateTmp() {
-        if (!path_.empty()) {
-            std::error_code ec;
-            std::filesystem::remove_all(path_, ec);
-        }
-    }
-
-    Status apply(SandboxSpec& spec) {
-        char tmpl[] = "/tmp/stockade-run-XXXXXX";
-        if (::mkdtemp(tmpl) == nullptr) {
-            return errno_error("create a private temporary directory", errno);
-        }
-        path_ = tmpl;
-        if (::geteuid() == 0 &&
-            ::chown(path_.c_str(), spec.identity.host_uid, spec.identity.host_gid) != 0) {
-            return errno_error(fmt::format("chown \"{}\"", path_), errno);
-        }
-        auto drop = [](std::vector<std::string>& paths, std::string_view gone) {
-            paths.erase(std::remove(paths.begin(), paths.end(), gone), paths.end());
-        };
-        for (auto* list : {&spec.writable_paths, &spec.readable_paths}) {
-            drop(*list, "/tmp");
-            drop(*list, "/dev/shm");
-            list->push_back(path_);
-        }
-        set_env(spec.env, "TMPDIR", path_);
-        spec.cwd = spec.cwd == "/tmp" ? path_ : spec.cwd;
-        return {};
-    }
-
-private:
-    std::string path_;
-};
 
 // Relays the terminal, forwards signals, enforces the timeout; returns the exit code.
 int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
@@ -345,6 +293,17 @@ int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
 }
 
 }  // namespace
+
+void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
+    std::string prefix = fmt::format("{}=", name);
+    for (auto& entry : env) {
+        if (entry.rfind(prefix, 0) == 0) {
+            entry = prefix + std::string(value);
+            return;
+        }
+    }
+    env.push_back(prefix + std::string(value));
+}
 
 Result<Resolved> resolve_isolation(Isolation requested) {
     sandbox::HostFeatures features;
@@ -598,7 +557,7 @@ int run_command(const RunOptions& given) {
         return kExitUnavailable;
     }
     spec.isolation = resolved->level;
-    PrivateTmp private_tmp;
+    PrivateTmp private_tmp("run");
     if (spec.isolation == Isolation::kLandlock) {
         if (auto applied = private_tmp.apply(spec); !applied) {
             fmt::print(stderr, "stockade run: {}\n", applied.error().message);

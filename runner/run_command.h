@@ -89,6 +89,9 @@ Result<sandbox::SandboxSpec> build_run_spec(const RunOptions& options, const Cal
 
 CallerContext current_caller();
 
+// Sets NAME=VALUE in an environment list, replacing an entry of that name.
+void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value);
+
 // Resolves `auto` and checks that an explicit level can be given (exit 77 material). Only the
 // cheap probes: namespaces are assumed, and clone reports if they are missing. The cgroup
 // probe's result is kept for the launch.

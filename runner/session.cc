@@ -418,6 +418,9 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     if (!note.empty()) {
         result.content += "\n\n" + note;  // ours, short: after the backstop, never cut
     }
+    if (const std::string lost = worker_->take_loss_note(); !lost.empty()) {
+        result.content += "\n\n" + lost;
+    }
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                   std::chrono::steady_clock::now() - started)
                   .count();

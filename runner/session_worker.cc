@@ -1,9 +1,12 @@
 #include "runner/session_worker.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -76,7 +79,15 @@ Status SessionWorker::start_locked() {
     sandbox::SandboxSpec spec = std::move(built).value();
     ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(spec.isolation));
     spec.isolation = resolved.level;
-    spec.init = false;  // the worker is pid 1 and reaps
+    if (spec.isolation == sandbox::Isolation::kLandlock) {
+        private_tmp_ = std::make_unique<PrivateTmp>("session");
+        if (auto applied = private_tmp_->apply(spec); !applied) {
+            private_tmp_.reset();
+            return std::move(applied).error().wrap("start the session worker");
+        }
+    }
+    spec.init = false;            // the worker is pid 1 and reaps
+    spec.commands_cgroup = true;  // an OOM kill the commands cause falls on them, not on it
     spec.exec_fd = self.get();
     spec.pass_fds = {channel.second.get()};
     spec.stdio = {null.get(), null.get(), -1};  // stdout is the protocol's: never the worker's
@@ -110,16 +121,47 @@ void SessionWorker::reap_locked(std::string_view reason) noexcept {
     if (!sandbox_) {
         return;
     }
+    // Dead already, or killed here: only the first says why it ended.
+    pollfd exited{sandbox_->pidfd(), POLLIN, 0};
+    const bool died = ::poll(&exited, 1, 0) > 0;
     sandbox_->kill();
     auto status = sandbox_->wait();
-    int code = status ? status->code : -1;
-    SPDLOG_LOGGER_INFO(log::get("runner"), "worker exited generation={} status={} reason={}",
-                       generation_, code, reason);
-    if (events_) {
-        events_("WorkerExited",
-                {{"generation", generation_}, {"status", code}, {"reason", std::string(reason)}});
+    const int code = status ? status->code : -1;
+    const int signal = status ? status->signal : 0;
+    const bool oom = died && sandbox_->oom_killed();
+    SPDLOG_LOGGER_INFO(log::get("runner"), "worker exited generation={} status={} reason={} oom={}",
+                       generation_, code, reason, oom);
+    try {
+        if (died) {
+            std::string cause =
+                oom      ? "killed by the out-of-memory killer: the session reached its memory "
+                           "limit (/tmp counts too)"
+                : signal ? fmt::format("killed by SIG{}", sigabbrev_np(signal) != nullptr
+                                                              ? std::string(sigabbrev_np(signal))
+                                                              : std::to_string(signal))
+                         : fmt::format("ended with exit code {}", code);
+            loss_note_ = fmt::format(
+                "Note: the session's sandbox worker was {}; a new one serves the session now, "
+                "and the processes that were running in the old one are gone.",
+                cause);
+        }
+        if (events_) {
+            events_("WorkerExited", {{"generation", generation_},
+                                     {"status", code},
+                                     {"signal", signal},
+                                     {"oom_killed", oom},
+                                     {"died", died},
+                                     {"reason", std::string(reason)}});
+        }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory while reporting: keep going
     }
     sandbox_.reset();
+    private_tmp_.reset();
+}
+
+std::string SessionWorker::take_loss_note() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(loss_note_, {});
 }
 
 template <class T, class Op>
@@ -232,7 +274,13 @@ int worker_main(const std::string& workspace_root, const std::string& spill_root
     (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     release_large_buffers_on_free();
     workspace::LocalWorkspace::Options options;
-    options.stop_leftovers = true;           // pid 1: every orphan of the sandbox comes here
+    options.stop_leftovers = true;  // pid 1: every orphan of the sandbox comes here
+    // The launcher passes the commands' cgroup.procs after the channel when it made one.
+    struct statfs fs {};
+    if (::fstatfs(sandbox::kCommandsCgroupFd, &fs) == 0 &&
+        (fs.f_type == CGROUP_SUPER_MAGIC || fs.f_type == CGROUP2_SUPER_MAGIC)) {
+        options.commands_cgroup_fd = sandbox::kCommandsCgroupFd;
+    }
     const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
     if (path != nullptr) {
         options.path_env = path;

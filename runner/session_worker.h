@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "runner/private_tmp.h"
 #include "runner/run_command.h"
 #include "sandbox/launcher.h"
 #include "workspace/remote_workspace.h"
@@ -58,6 +59,11 @@ public:
     Result<std::vector<std::string>> path_commands() override;
     Result<workspace::ProcessCensus> census() override;
 
+    // When a worker died on its own (the OOM killer, a signal) since the last time this was
+    // asked: one sentence for the model saying so and what was lost; then "" until it
+    // happens again.
+    std::string take_loss_note();
+
 private:
     // Runs `op` against a live worker (starting one if needed); turns a dead worker into the
     // model-facing error and forgets it.
@@ -70,8 +76,13 @@ private:
     WorkerEvents events_;
     std::mutex mutex_;  // guards the fields below; held across each forwarded call
     std::unique_ptr<sandbox::Sandbox> sandbox_;
+    // At level landlock: the worker's /tmp (host /tmp and /dev/shm are not its); removed after
+    // the sandbox that used it is gone. Declared before sandbox_ would be wrong: it must
+    // outlive the processes, so it is reset only by reap_locked, after the wait.
+    std::unique_ptr<PrivateTmp> private_tmp_;
     std::unique_ptr<workspace::RemoteWorkspace> remote_;
     int generation_ = 0;
+    std::string loss_note_;  // take_loss_note()
 };
 
 // The hidden verb the worker runs inside the sandbox: serves the channel on fd 3.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -394,7 +395,8 @@ CgroupSupport probe_cgroups() {
     return support;
 }
 
-Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport& support) {
+Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport& support,
+                                      bool commands) {
     std::optional<uint64_t> cpu_quota;
     if (limits.cpu) {
         ASSIGN_OR_RETURN(cpu_quota, cpu_quota_us(*limits.cpu));
@@ -407,8 +409,9 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
         leaf.kill();
         (void)leaf.remove();
     }};
-    auto make_leaf = [&](const std::string& base) -> Result<std::string> {
-        std::string dir = join(base, name);
+    auto make_leaf = [&](const std::string& base,
+                         std::string_view leaf_name) -> Result<std::string> {
+        std::string dir = join(base, leaf_name);
         RETURN_IF_ERROR(make_dir(dir, /*exist_ok=*/false));
         leaf.dirs_.push_back(dir);
         return dir;
@@ -429,7 +432,7 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
     }
     if (!v2_controllers.empty()) {
         RETURN_IF_ERROR(prepare_base(support.v2_base, support.create_bases, true, v2_controllers));
-        ASSIGN_OR_RETURN(leaf.v2_dir_, make_leaf(support.v2_base));
+        ASSIGN_OR_RETURN(leaf.v2_dir_, make_leaf(support.v2_base, name));
     }
     std::string memory_v1;
     std::string pids_v1;
@@ -439,7 +442,7 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
             return {};
         }
         RETURN_IF_ERROR(prepare_base(base, support.create_bases, false, {}));
-        ASSIGN_OR_RETURN(*dir, make_leaf(base));
+        ASSIGN_OR_RETURN(*dir, make_leaf(base, name));
         return {};
     };
     RETURN_IF_ERROR(v1_leaf(support.memory, support.memory_v1_base, &memory_v1));
@@ -454,33 +457,58 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
     } else {
         leaf.memory_dir_ = memory_v1;
     }
-    if (limits.memory_bytes && support.memory == CgroupVersion::kV2) {
-        RETURN_IF_ERROR(
-            write_limit(leaf.v2_dir_, "memory.max", fmt::format("{}", *limits.memory_bytes)));
-        if (path_exists(join(leaf.v2_dir_, "memory.swap.max"))) {
-            RETURN_IF_ERROR(write_limit(leaf.v2_dir_, "memory.swap.max", "0"));
-            leaf.applies_swap_ = true;
+    // With a commands cgroup the leaf holds the limit plus the worker's reserve, and the
+    // commands cgroup beneath it the limit itself.
+    const bool split = commands && limits.memory_bytes && support.memory != CgroupVersion::kNone;
+    const uint64_t leaf_memory =
+        limits.memory_bytes ? *limits.memory_bytes + (split ? kWorkerMemoryReserve : 0) : 0;
+    auto limit_memory = [&](const std::string& dir, bool v2, uint64_t bytes) -> Status {
+        const std::string value = fmt::format("{}", bytes);
+        if (v2) {
+            RETURN_IF_ERROR(write_limit(dir, "memory.max", value));
+            if (path_exists(join(dir, "memory.swap.max"))) {
+                RETURN_IF_ERROR(write_limit(dir, "memory.swap.max", "0"));
+                leaf.applies_swap_ = true;
+            }
+            return {};
         }
-        leaf.applies_memory_ = true;
-    } else if (limits.memory_bytes && support.memory == CgroupVersion::kV1) {
-        std::string bytes = fmt::format("{}", *limits.memory_bytes);
-        RETURN_IF_ERROR(write_limit(memory_v1, "memory.limit_in_bytes", bytes));
+        RETURN_IF_ERROR(write_limit(dir, "memory.limit_in_bytes", value));
         // memsw counts memory + swap: the same value leaves no room for swap. It must be set
         // after limit_in_bytes, which it may not undercut.
-        if (path_exists(join(memory_v1, "memory.memsw.limit_in_bytes"))) {
-            RETURN_IF_ERROR(write_limit(memory_v1, "memory.memsw.limit_in_bytes", bytes));
+        if (path_exists(join(dir, "memory.memsw.limit_in_bytes"))) {
+            RETURN_IF_ERROR(write_limit(dir, "memory.memsw.limit_in_bytes", value));
             leaf.applies_swap_ = true;
         }
+        return {};
+    };
+    const std::string leaf_v2 = leaf.v2_dir_;  // the leaf itself, where pids and cpu are limited
+    std::string commands_dir;
+    if (limits.memory_bytes && support.memory != CgroupVersion::kNone) {
+        const bool v2 = support.memory == CgroupVersion::kV2;
+        const std::string dir = v2 ? leaf_v2 : memory_v1;
+        RETURN_IF_ERROR(limit_memory(dir, v2, leaf_memory));
         leaf.applies_memory_ = true;
+        if (split) {
+            if (v2) {
+                // No process in a cgroup whose children have controllers: the init gets a
+                // child of its own, beside the commands'.
+                RETURN_IF_ERROR(enable_controller(dir, kMemory));
+                ASSIGN_OR_RETURN(std::string worker, make_leaf(dir, "worker"));
+                leaf.v2_dir_ = worker;
+                leaf.memory_dir_ = worker;
+            }
+            ASSIGN_OR_RETURN(commands_dir, make_leaf(dir, "commands"));
+            RETURN_IF_ERROR(limit_memory(commands_dir, v2, *limits.memory_bytes));
+        }
     }
     if (limits.pids && support.pids != CgroupVersion::kNone) {
-        const std::string& dir = support.pids == CgroupVersion::kV2 ? leaf.v2_dir_ : pids_v1;
+        const std::string& dir = support.pids == CgroupVersion::kV2 ? leaf_v2 : pids_v1;
         RETURN_IF_ERROR(write_limit(dir, "pids.max", fmt::format("{}", *limits.pids)));
         leaf.applies_pids_ = true;
     }
     if (want_cpu && support.cpu == CgroupVersion::kV2) {
         RETURN_IF_ERROR(
-            write_limit(leaf.v2_dir_, "cpu.max", fmt::format("{} {}", *cpu_quota, kCpuPeriodUs)));
+            write_limit(leaf_v2, "cpu.max", fmt::format("{} {}", *cpu_quota, kCpuPeriodUs)));
         leaf.applies_cpu_ = true;
     } else if (want_cpu && support.cpu == CgroupVersion::kV1) {
         RETURN_IF_ERROR(write_limit(cpu_v1, "cpu.cfs_period_us", fmt::format("{}", kCpuPeriodUs)));
@@ -490,6 +518,15 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
 
     if (!leaf.v2_dir_.empty()) {
         ASSIGN_OR_RETURN(leaf.v2_fd_, open_path(leaf.v2_dir_, O_RDONLY | O_DIRECTORY));
+    }
+    for (const std::string* dir : {&leaf.v2_dir_, &memory_v1, &pids_v1, &cpu_v1}) {
+        if (!dir->empty()) {
+            leaf.join_dirs_.push_back(*dir);
+        }
+    }
+    if (!commands_dir.empty()) {
+        ASSIGN_OR_RETURN(leaf.commands_procs_fd_,
+                         open_path(join(commands_dir, "cgroup.procs"), O_WRONLY));
     }
     undo.dismiss();
     SPDLOG_LOGGER_DEBUG(log::get("sandbox"),
@@ -501,6 +538,7 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
 
 CgroupLeaf::CgroupLeaf(CgroupLeaf&& o) noexcept
     : dirs_(std::exchange(o.dirs_, {})),
+      join_dirs_(std::exchange(o.join_dirs_, {})),
       v2_dir_(std::exchange(o.v2_dir_, {})),
       memory_dir_(std::exchange(o.memory_dir_, {})),
       memory_v2_(std::exchange(o.memory_v2_, false)),
@@ -508,7 +546,8 @@ CgroupLeaf::CgroupLeaf(CgroupLeaf&& o) noexcept
       applies_swap_(std::exchange(o.applies_swap_, false)),
       applies_pids_(std::exchange(o.applies_pids_, false)),
       applies_cpu_(std::exchange(o.applies_cpu_, false)),
-      v2_fd_(std::move(o.v2_fd_)) {}
+      v2_fd_(std::move(o.v2_fd_)),
+      commands_procs_fd_(std::move(o.commands_procs_fd_)) {}
 
 CgroupLeaf& CgroupLeaf::operator=(CgroupLeaf&& o) noexcept {
     if (this != &o) {
@@ -517,6 +556,7 @@ CgroupLeaf& CgroupLeaf::operator=(CgroupLeaf&& o) noexcept {
             (void)remove();
         }
         dirs_ = std::exchange(o.dirs_, {});
+        join_dirs_ = std::exchange(o.join_dirs_, {});
         v2_dir_ = std::exchange(o.v2_dir_, {});
         memory_dir_ = std::exchange(o.memory_dir_, {});
         memory_v2_ = std::exchange(o.memory_v2_, false);
@@ -525,6 +565,7 @@ CgroupLeaf& CgroupLeaf::operator=(CgroupLeaf&& o) noexcept {
         applies_pids_ = std::exchange(o.applies_pids_, false);
         applies_cpu_ = std::exchange(o.applies_cpu_, false);
         v2_fd_ = std::move(o.v2_fd_);
+        commands_procs_fd_ = std::move(o.commands_procs_fd_);
     }
     return *this;
 }
@@ -545,7 +586,7 @@ CgroupLeaf::~CgroupLeaf() {
 }
 
 Status CgroupLeaf::add_process(pid_t pid, bool v2_done) const {
-    for (const std::string& dir : dirs_) {
+    for (const std::string& dir : join_dirs_) {
         if (v2_done && dir == v2_dir_) {
             continue;
         }
@@ -558,8 +599,9 @@ Status CgroupLeaf::add_process(pid_t pid, bool v2_done) const {
 
 void CgroupLeaf::kill() const noexcept {
     try {
+        // cgroup.kill (v2; of the leaf, it takes the children too) where there is one.
         for (const std::string& dir : dirs_) {
-            if (dir == v2_dir_ && write_file(join(dir, "cgroup.kill"), "1")) {
+            if (write_file(join(dir, "cgroup.kill"), "1")) {
                 continue;
             }
             kill_listed(dir);
@@ -571,9 +613,12 @@ void CgroupLeaf::kill() const noexcept {
 Status CgroupLeaf::remove() noexcept {
     try {
         v2_fd_.reset();
+        commands_procs_fd_.reset();
         Status result;
         std::vector<std::string> left;
-        for (const std::string& dir : dirs_) {
+        // Children before their parents.
+        for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+            const std::string& dir = *it;
             // A killed process leaves its cgroup a moment after the kill: retry EBUSY briefly.
             auto deadline = std::chrono::steady_clock::now() + 1s;
             while (::rmdir(dir.c_str()) != 0 && errno != ENOENT) {
@@ -589,6 +634,7 @@ Status CgroupLeaf::remove() noexcept {
                 break;
             }
         }
+        std::reverse(left.begin(), left.end());
         dirs_ = std::move(left);
         if (dirs_.empty()) {
             v2_dir_.clear();

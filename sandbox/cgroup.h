@@ -41,11 +41,21 @@ struct CgroupSupport {
 // Probes without side effects beyond a test directory it creates and removes.
 CgroupSupport probe_cgroups();
 
+// What the session worker's sandbox adds to its memory limit for the worker itself, when its
+// commands get a memory cgroup of their own (CgroupLeaf::create's `commands`).
+inline constexpr uint64_t kWorkerMemoryReserve = uint64_t{64} << 20;
+
 class CgroupLeaf {
 public:
     // Creates the leaf (one directory per hierarchy used) named after this process and a
     // counter, and writes the limits. Also removes stale empty leaves of dead supervisors.
-    static Result<CgroupLeaf> create(const Limits& limits, const CgroupSupport& support);
+    // `commands` (with a memory limit on a memory cgroup): the leaf gets a child `commands`
+    // with the memory limit, for the processes the sandbox's init starts (through
+    // commands_procs_fd()), and the leaf itself the limit plus kWorkerMemoryReserve: an OOM
+    // kill the commands cause then picks among them, never the init. On v2, where a cgroup
+    // with controlled children holds no process, the init's own is a second child `worker`.
+    static Result<CgroupLeaf> create(const Limits& limits, const CgroupSupport& support,
+                                     bool commands = false);
 
     CgroupLeaf() = default;
     CgroupLeaf(CgroupLeaf&&) noexcept;
@@ -54,8 +64,12 @@ public:
     CgroupLeaf& operator=(const CgroupLeaf&) = delete;
     ~CgroupLeaf();  // kill() + remove(), never throws
 
-    // A v2 directory fd for clone3(CLONE_INTO_CGROUP), or -1 when the leaf is v1-only.
+    // A v2 directory fd for clone3(CLONE_INTO_CGROUP) (the init's: `worker` with commands),
+    // or -1 when the leaf is v1-only.
     [[nodiscard]] int v2_dir_fd() const noexcept { return v2_fd_.get(); }
+    // The commands cgroup's cgroup.procs, open for writing (a process writes "0" to move
+    // itself there); -1 when there is none.
+    [[nodiscard]] int commands_procs_fd() const noexcept { return commands_procs_fd_.get(); }
     // Moves `pid` into every v1 directory of the leaf (and the v2 one, if it was not
     // entered at clone time).
     Status add_process(pid_t pid, bool v2_done) const;
@@ -63,7 +77,8 @@ public:
     void kill() const noexcept;
     // Removes the directories (retrying briefly while processes finish exiting).
     Status remove() noexcept;
-    // True if an OOM kill happened in the leaf (memory.events / memory.oom_control).
+    // True if an OOM kill happened in the leaf's own memory cgroup — the init's, when the
+    // commands have their own (memory.events / memory.oom_control).
     [[nodiscard]] bool oom_killed() const;
     [[nodiscard]] const std::vector<std::string>& dirs() const noexcept { return dirs_; }
 
@@ -75,15 +90,17 @@ public:
     [[nodiscard]] bool applies_cpu() const noexcept { return applies_cpu_; }
 
 private:
-    std::vector<std::string> dirs_;  // absolute paths, v2 first if any
-    std::string v2_dir_;
-    std::string memory_dir_;  // the directory whose memory controller counts OOM kills
+    std::vector<std::string> dirs_;       // absolute paths, parents before their children
+    std::vector<std::string> join_dirs_;  // where the init goes: one per hierarchy
+    std::string v2_dir_;                  // where the init goes on v2 (the leaf, or its `worker`)
+    std::string memory_dir_;  // the init's memory cgroup, whose controller counts OOM kills
     bool memory_v2_ = false;
     bool applies_memory_ = false;
     bool applies_swap_ = false;
     bool applies_pids_ = false;
     bool applies_cpu_ = false;
     UniqueFd v2_fd_;
+    UniqueFd commands_procs_fd_;
 };
 
 }  // namespace stockade::sandbox

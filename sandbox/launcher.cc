@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,10 +18,12 @@
 
 #include <cstring>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/proc_table.h"
 #include "common/syscall.h"
 #include "sandbox/child.h"
 #include "sandbox/idmap.h"
@@ -310,6 +313,49 @@ Result<Received> receive_child_report(int fd) {
     }
 }
 
+// A sandbox without a pid namespace has no init of its own to take its orphans (a daemon, a
+// `setsid cmd &`): this process adopts them instead, as a child subreaper, and kills them when
+// the sandbox ends. Its children are then its sandboxes' inits (listed here while they run)
+// and what they left behind.
+struct Adopter {
+    std::mutex mu;
+    std::set<pid_t> inits;   // guarded by mu
+    bool subreaper = false;  // guarded by mu
+};
+
+Adopter& adopter() {
+    static auto* adopter = new Adopter;  // NOLINT(cppcoreguidelines-owning-memory): never freed
+    return *adopter;
+}
+
+// Kills and reaps every child of this process that is no sandbox's init: orphans of ended
+// sandboxes. What one of them started comes here when it dies, so it is looked for again.
+void kill_adopted_orphans() noexcept {
+    Adopter& a = adopter();
+    std::lock_guard lock(a.mu);
+    if (!a.subreaper) {
+        return;
+    }
+    for (int round = 0; round < 256; ++round) {
+        auto kids = own_children();
+        if (!kids) {
+            return;
+        }
+        bool found = false;
+        for (const int kid : *kids) {
+            if (a.inits.contains(kid)) {
+                continue;
+            }
+            found = true;
+            (void)::kill(kid, SIGKILL);  // our unreaped child: the pid is still its
+            (void)retry_eintr([&] { return ::waitpid(kid, nullptr, 0); });
+        }
+        if (!found) {
+            return;
+        }
+    }
+}
+
 }  // namespace
 
 Sandbox::Sandbox(Sandbox&& other) noexcept
@@ -317,7 +363,8 @@ Sandbox::Sandbox(Sandbox&& other) noexcept
       pidfd_(std::move(other.pidfd_)),
       terminal_(std::move(other.terminal_)),
       cgroup_(std::move(other.cgroup_)),
-      reaped_(std::exchange(other.reaped_, true)) {
+      reaped_(std::exchange(other.reaped_, true)),
+      adopts_(std::exchange(other.adopts_, false)) {
     other.cgroup_.reset();
 }
 
@@ -333,6 +380,7 @@ Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
         cgroup_ = std::move(other.cgroup_);
         other.cgroup_.reset();
         reaped_ = std::exchange(other.reaped_, true);
+        adopts_ = std::exchange(other.adopts_, false);
     }
     return *this;
 }
@@ -376,6 +424,13 @@ Result<ExitStatus> Sandbox::wait() {
     reaped_ = true;
     if (cgroup_) {
         cgroup_->kill();  // without a pid namespace, orphans may remain in the cgroup
+    }
+    if (adopts_) {
+        {
+            std::lock_guard lock(adopter().mu);
+            adopter().inits.erase(pid_);
+        }
+        kill_adopted_orphans();
     }
     if (info.si_code == CLD_EXITED) {
         return ExitStatus{.code = info.si_status, .signal = 0};
@@ -495,11 +550,14 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
 
     std::optional<CgroupLeaf> leaf;
     if (spec.isolation == Isolation::kFull) {
-        auto created = CgroupLeaf::create(spec.limits, cgroups);
+        auto created = CgroupLeaf::create(spec.limits, cgroups, spec.commands_cgroup);
         if (!created) {
             return std::move(created).error().wrap("create the sandbox's cgroup");
         }
         leaf = std::move(created).value();
+        if (leaf->commands_procs_fd() >= 0) {
+            plan.pass_fds.push_back(leaf->commands_procs_fd());
+        }
     }
     plan.rlimits = make_rlimits(spec, leaf ? &*leaf : nullptr);
     plan.userns_limits = make_userns_limits(spec);
@@ -581,6 +639,11 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<__u64>(static_cast<unsigned int>(leaf->v2_dir_fd()));
     }
+    // Held from the clone until the child is listed: a sweep of orphans must not take it.
+    std::unique_lock adopting(adopter().mu);
+    if (!userns && !adopter().subreaper) {
+        adopter().subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+    }
     if (own_owner && ::syscall(SYS_setresuid, -1, spec.identity.host_uid, -1) != 0) {
         return errno_error("take the sandbox's host uid to create its user namespace", errno);
     }
@@ -621,6 +684,11 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     sandbox.pid_ = static_cast<pid_t>(pid);
     sandbox.pidfd_.reset(pidfd);
     sandbox.cgroup_ = std::move(leaf);
+    if (!userns) {
+        sandbox.adopts_ = true;
+        adopter().inits.insert(sandbox.pid_);
+    }
+    adopting.unlock();
     SPDLOG_LOGGER_DEBUG(log, "sandbox cloned pid={} level={}", pid, isolation_name(spec.isolation));
 
     // 3. Id maps, the cgroup, then "go". On failure the Sandbox destructor kills and reaps.

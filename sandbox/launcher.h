@@ -41,7 +41,8 @@ public:
     Status signal(int sig) const;
     // SIGKILL to init (the pid namespace dies with it) and to the cgroup.
     void kill() noexcept;
-    // Blocks until the sandbox has exited and collects its status.
+    // Blocks until the sandbox has exited and collects its status; without a pid namespace,
+    // then kills and reaps what it left running.
     Result<ExitStatus> wait();
     // True when the cgroup saw an OOM kill.
     [[nodiscard]] bool oom_killed() const;
@@ -53,6 +54,9 @@ private:
     UniqueFd terminal_;
     std::optional<CgroupLeaf> cgroup_;
     bool reaped_ = false;
+    // No pid namespace: what the command leaves running is adopted by this process (a child
+    // subreaper) and killed once the sandbox has ended.
+    bool adopts_ = false;
 };
 
 // Starts the sandbox. Returns once the command has been exec'd (or failed to be: then the

@@ -118,9 +118,18 @@ struct SandboxSpec {
     std::array<int, 3> stdio{-1, -1, -1};
     // Host descriptors handed to the command as its fds 3, 4, ... (e.g. a worker channel).
     std::vector<int> pass_fds{};
+    // The session worker's sandbox: the processes it starts get a memory cgroup of their own
+    // below its (CgroupLeaf's `commands`), so that an OOM kill they cause falls on them and
+    // never on it. When that cgroup exists, its cgroup.procs, open for writing, is the
+    // command's next fd after pass_fds (kCommandsCgroupFd for the worker's one pass_fd).
+    bool commands_cgroup = false;
     // Fork a reaping, signal-forwarding init as pid 1 (stockade run). False: the command is
     // pid 1 itself and must reap (the session worker).
     bool init = true;
 };
+
+// Where the session worker finds its commands' cgroup.procs (SandboxSpec::commands_cgroup):
+// after its channel, fd 3.
+inline constexpr int kCommandsCgroupFd = 4;
 
 }  // namespace stockade::sandbox

@@ -33,9 +33,9 @@
 
 #include "common/defer.h"
 #include "common/log.h"
+#include "common/proc_table.h"
 #include "common/syscall.h"
 #include "workspace/exit_report.h"
-#include "workspace/proc_table.h"
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)  // Linux 4.13
@@ -310,6 +310,7 @@ struct ChildPlan {
     int output_fd = -1;  // stdout and stderr
     int cwd_fd = -1;
     int report_fd = -1;  // write end of the CLOEXEC failure pipe
+    int cgroup_fd = -1;  // cgroup.procs to join, or -1
     bool controlling_tty = false;
     int max_fd = 0;  // where the close loop stops if close_range is missing
 };
@@ -347,6 +348,11 @@ void close_fd_span(unsigned first, unsigned last, int max_fd) {
     const int report = lift_above_stdio(plan.report_fd);
     if (report < 0) {
         ::_exit(127);
+    }
+    // Into the commands' memory cgroup first, so that all the program does is charged there.
+    // Where the move fails, the command runs in the worker's cgroup, as without one.
+    if (plan.cgroup_fd >= 0) {
+        [[maybe_unused]] const ssize_t moved = ::write(plan.cgroup_fd, "0", 1);
     }
     const int in = lift_above_stdio(plan.stdin_fd);
     const int out = lift_above_stdio(plan.output_fd);
@@ -1222,6 +1228,7 @@ Result<SpawnedProcess> LocalWorkspace::spawn(const SpawnRequest& request) {
                          .output_fd = child_out.get(),
                          .cwd_fd = cwd.get(),
                          .report_fd = report.second.get(),
+                         .cgroup_fd = options_.commands_cgroup_fd,
                          .controlling_tty = request.pty && request.interactive,
                          .max_fd = max_fd};
 

@@ -41,6 +41,10 @@ public:
         // test that made itself a child subreaper. Spawned leaders are subreapers themselves,
         // so what a command starts stays beneath it until it ends.
         bool stop_leftovers = false;
+        // cgroup.procs of the commands' memory cgroup (sandbox::SandboxSpec::commands_cgroup):
+        // each spawned command moves itself there before it execs; -1: they stay in this
+        // process's cgroup.
+        int commands_cgroup_fd = -1;
     };
 
     // Opens both roots (O_PATH | O_DIRECTORY). An empty spill_root means the session has no

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -446,6 +447,31 @@ TEST_F(EscapeTest, Clone3IsDeniedWithEnosys) {
     EXPECT_THAT(r, Blocked());
     EXPECT_THAT(r.out, HasSubstr("ENOSYS"))
         << "DESIGN §4: clone3 fails with ENOSYS so libc falls back";
+}
+
+TEST_F(EscapeTest, LandlockIsolationLeavesNoDaemonBehind) {
+    // No pid namespace at this level: what the command leaves running is adopted by stockade
+    // (a child subreaper) and killed when the command ends.
+    RunResult r = probe_script(
+        "setsid sleep 9411 </dev/null >/dev/null 2>&1 & (sleep 9412 </dev/null >/dev/null 2>&1 &);"
+        " echo started",
+        {"--isolation", "landlock"});
+    SKIP_IF_UNAVAILABLE(r);
+    ASSERT_EQ(r.exit_code, 0) << r.describe();
+    for (const char* n : {"9411", "9412"}) {
+        bool found = true;
+        for (int i = 0; i < 100 && found; ++i) {
+            found = false;
+            for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+                auto cmdline = read_file_text(entry.path().string() + "/cmdline");
+                found = found || (cmdline && *cmdline == std::string("sleep\0", 6) + n + '\0');
+            }
+            if (found) {
+                std::this_thread::sleep_for(20ms);
+            }
+        }
+        EXPECT_FALSE(found) << "sleep " << n << " outlived stockade run --isolation landlock";
+    }
 }
 
 TEST_F(EscapeTest, KillingEverythingInsideDoesNotReachHostProcesses) {

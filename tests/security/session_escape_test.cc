@@ -3,6 +3,7 @@
 // descriptors, kill it, push input into a terminal, or leave processes behind.
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -255,6 +256,34 @@ TEST_F(SessionEscapeTest, StoppingAProcessStopsWhatItStartedOutsideItsGroup) {
     auto stopped = serve_->call("process", {{"action", "stop"}, {"id", "p1"}});
     EXPECT_THAT(text_of(stopped), HasSubstr("it left running")) << text_of(stopped);
     EXPECT_TRUE(gone_soon(daemon)) << "the setsid'd child outlived `process stop`";
+}
+
+TEST_F(SessionEscapeTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorker) {
+    // A write lease on a script makes every other open and exec of it wait for the lease to be
+    // broken (lease-break-time, 45 s): the worker's read, and its exec of the script.
+    workspace_.write_file("run.sh", "#!/bin/sh\necho ran\n");
+    ASSERT_EQ(::chmod(workspace_.sub("run.sh").c_str(), 0755), 0);
+    auto held = serve_->call(
+        "process", {{"action", "start"},
+                    {"command",
+                     "python3 -c \"import fcntl, time\nf = open('run.sh')\ntry:\n    "
+                     "fcntl.fcntl(f, fcntl.F_SETLEASE, fcntl.F_WRLCK)\n    print('LEASED', "
+                     "flush=True)\nexcept OSError as e:\n    print('refused', e.errno, "
+                     "flush=True)\ntime.sleep(60)\""}});
+    std::string seen = text_of(held);
+    for (int i = 0; i < 20 && seen.find("LEASED") == std::string::npos &&
+                    seen.find("refused") == std::string::npos;
+         ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        seen += text_of(serve_->call("process", {{"action", "read"}, {"id", "p1"}}));
+    }
+    EXPECT_THAT(seen, HasSubstr("refused 1")) << seen;
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_THAT(bash("./run.sh"), HasSubstr("ran"));
+    EXPECT_THAT(text_of(serve_->call("read", {{"file_path", "run.sh"}})), HasSubstr("echo ran"));
+    EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(20))
+        << "the worker waited on a lease";
+    (void)serve_->call("process", {{"action", "stop"}, {"id", "p1"}});
 }
 
 TEST_F(SessionEscapeTest, AProcessThatFillsTheProcessLimitIsNamedByTheNextFailure) {

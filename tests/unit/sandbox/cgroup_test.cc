@@ -10,6 +10,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -200,6 +201,67 @@ TEST_F(CgroupLeafTest, MemoryLimitEndsInAnOomKillThatIsReported) {
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
     EXPECT_TRUE(leaf->oom_killed());
+    EXPECT_THAT(leaf->remove(), IsOk());
+}
+
+// What a session's commands fill — memory nobody's RSS counts (a memfd, tmpfs), or their own —
+// is charged to their cgroup, whose limit is the sandbox's: the OOM kill picks among them,
+// while the init (the worker) has a reserve of its own above it and survives.
+TEST_F(CgroupLeafTest, WithACommandsCgroupAnOomKillFallsOnTheCommandsNotOnTheInit) {
+    auto leaf = CgroupLeaf::create(make_limits(kMemory, std::nullopt, std::nullopt), support_,
+                                   /*commands=*/true);
+    ASSERT_THAT(leaf, IsOk());
+    ASSERT_GE(leaf->commands_procs_fd(), 0);
+    if (!leaf->applies_swap() && ::access("/proc/swaps", R_OK) == 0) {
+        auto swaps = read_file("/proc/swaps");
+        if (swaps && std::count(swaps->begin(), swaps->end(), '\n') > 1) {
+            GTEST_SKIP() << "swap is on and cannot be limited: the child would swap, not die";
+        }
+    }
+    const std::string limit = std::to_string(kMemory);
+    const std::string with_reserve = std::to_string(kMemory + kWorkerMemoryReserve);
+    const std::string commands_dir = leaf->dirs().back();
+    EXPECT_EQ(basename_of(commands_dir), "commands");
+    if (support_.memory == CgroupVersion::kV1) {
+        EXPECT_EQ(read_leaf_file(*leaf, "memory.limit_in_bytes"), with_reserve);
+        EXPECT_EQ(read_file(commands_dir + "/memory.limit_in_bytes").value_or(""), limit + "\n");
+    }
+
+    auto init_go = make_pipe();
+    ASSERT_THAT(init_go, IsOk());
+    pid_t init = fork_waiting_child(init_go->first.get(), hold_forever);
+    ASSERT_GT(init, 0);
+    ASSERT_THAT(leaf->add_process(init, false), IsOk());
+    ASSERT_THAT(write_all(init_go->second.get(), "x"), IsOk());
+
+    auto go = make_pipe();
+    ASSERT_THAT(go, IsOk());
+    const int procs = leaf->commands_procs_fd();
+    pid_t command = fork_waiting_child(go->first.get(), [procs] {
+        // As the worker's spawned child does: join the commands cgroup, then fill a memfd.
+        if (::write(procs, "0", 1) != 1) {
+            _exit(3);
+        }
+        const int fd = ::memfd_create("fill", 0);
+        std::vector<char> block(1 << 20, 'x');
+        for (size_t i = 0; fd >= 0 && i < 4 * kMemory / block.size(); ++i) {
+            if (::write(fd, block.data(), block.size()) < 0) {
+                _exit(4);
+            }
+        }
+    });
+    ASSERT_GT(command, 0);
+    ASSERT_THAT(leaf->add_process(command, false), IsOk());
+    ASSERT_THAT(write_all(go->second.get(), "x"), IsOk());
+    int status = 0;
+    ASSERT_EQ(::waitpid(command, &status, 0), command);
+    EXPECT_TRUE((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                (WIFEXITED(status) && WEXITSTATUS(status) == 4))
+        << "the command is killed (or refused the memory); status " << status;
+    EXPECT_EQ(::waitpid(init, &status, WNOHANG), 0) << "the init survived";
+    EXPECT_FALSE(leaf->oom_killed()) << "no OOM kill in the init's own cgroup";
+    leaf->kill();
+    ASSERT_EQ(::waitpid(init, &status, 0), init);
     EXPECT_THAT(leaf->remove(), IsOk());
 }
 

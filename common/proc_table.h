@@ -1,6 +1,7 @@
-// What /proc says about the processes the worker can see: one line of /proc/<pid>/stat parsed
-// (pure), a scan of every process, and this process's children. The worker is pid 1 of the
-// sandbox's pid namespace, so "every process" is the sandbox's.
+// What /proc says about the processes this process can see: one line of /proc/<pid>/stat
+// parsed (pure), a scan of every process, and this process's children. In the session worker,
+// pid 1 of the sandbox's pid namespace, "every process" is the sandbox's; the launcher uses
+// the children of a supervisor that adopts what a sandbox without a pid namespace leaves.
 #pragma once
 
 #include <functional>
@@ -11,7 +12,7 @@
 
 #include "common/result.h"
 
-namespace stockade::workspace {
+namespace stockade {
 
 struct ProcStat {
     int pid = 0;
@@ -36,4 +37,4 @@ Status for_each_process(const std::function<bool(const ProcStat&)>& visit);
 // This process's children (every thread's), per /proc/self/task/<tid>/children.
 Result<std::vector<int>> own_children();
 
-}  // namespace stockade::workspace
+}  // namespace stockade

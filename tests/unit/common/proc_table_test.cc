@@ -1,4 +1,4 @@
-#include "workspace/proc_table.h"
+#include "common/proc_table.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -7,7 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace stockade::workspace {
+namespace stockade {
 namespace {
 
 TEST(ProcTableTest, ParsesTheFieldsAfterACommThatHoldsParenthesesAndSpaces) {
@@ -57,4 +57,4 @@ TEST(ProcTableTest, ListsThisProcessesChildren) {
 }
 
 }  // namespace
-}  // namespace stockade::workspace
+}  // namespace stockade

@@ -1,4 +1,4 @@
-#include "workspace/proc_table.h"
+#include "common/proc_table.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include "common/syscall.h"
 #include "common/unique_fd.h"
 
-namespace stockade::workspace {
+namespace stockade {
 
 namespace {
 
@@ -166,4 +166,4 @@ Result<std::vector<int>> own_children() {
     }
 }
 
-}  // namespace stockade::workspace
+}  // namespace stockade

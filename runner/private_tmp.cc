@@ -1,0 +1,48 @@
+#include "runner/private_tmp.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/syscall.h"
+#include "runner/run_command.h"
+
+namespace stockade::runner {
+
+PrivateTmp::~PrivateTmp() {
+    if (!path_.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(path_, ec);
+    }
+}
+
+Status PrivateTmp::apply(sandbox::SandboxSpec& spec) {
+    if (path_.empty()) {
+        std::string tmpl = fmt::format("/tmp/stockade-{}-XXXXXX", label_);
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            return errno_error("create a private temporary directory", errno);
+        }
+        path_ = std::move(tmpl);
+    }
+    if (::geteuid() == 0 &&
+        ::chown(path_.c_str(), spec.identity.host_uid, spec.identity.host_gid) != 0) {
+        return errno_error(fmt::format("chown \"{}\"", path_), errno);
+    }
+    auto drop = [](std::vector<std::string>& paths, std::string_view gone) {
+        paths.erase(std::remove(paths.begin(), paths.end(), gone), paths.end());
+    };
+    for (auto* list : {&spec.writable_paths, &spec.readable_paths}) {
+        drop(*list, "/tmp");
+        drop(*list, "/dev/shm");
+        list->push_back(path_);
+    }
+    set_env(spec.env, "TMPDIR", path_);
+    spec.cwd = spec.cwd == "/tmp" ? path_ : spec.cwd;
+    return {};
+}
+
+}  // namespace stockade::runner
