@@ -139,6 +139,10 @@ int main(int argc, char** argv) {
     serve->add_option("--process-log-cap", serve_options.process_log_cap,
                       "Per-process output log size; output past it is not kept on disk "
                       "(default 8G)");
+    serve->add_option("--output-budget", serve_options.output_budget,
+                      "What the session keeps on disk of spilled results and process logs "
+                      "together; the oldest are pruned first, and a log that would go past it "
+                      "keeps its start and its tail (default 512M)");
     serve->add_flag("--structured-content", serve_options.structured_content,
                     "Also send each result's metadata as structuredContent, with an outputSchema "
                     "per tool (off by default: Claude Code and Codex then show the model the "
@@ -163,6 +167,8 @@ int main(int argc, char** argv) {
                    "Print the whole result (content, _meta, isError) as JSON");
     call->add_option("--process-log-cap", call_options.process_log_cap,
                      "Per-process output log size (as for serve)");
+    call->add_option("--output-budget", call_options.output_budget,
+                     "What the session keeps of spilled results and logs (as for serve)");
     add_policy_options(*call, call_options.policy);
     add_sandbox_options(*call, call_options.sandbox);
 

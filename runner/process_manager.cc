@@ -20,6 +20,7 @@
 
 #include "common/log.h"
 #include "common/syscall.h"
+#include "tools/text.h"
 
 namespace stockade::runner {
 
@@ -139,7 +140,9 @@ struct ProcessManagerImpl::Proc {
     uint64_t cursor = 0;
     UniqueFd log;
     bool log_opened = false;
-    uint64_t log_written = 0;
+    uint64_t log_written = 0;  // of the output, from its start
+    bool log_full = false;     // past its cap or the session's budget: the rest is not written
+    uint64_t log_dropped = 0;  // once finished: what the log lacks
 
     UniqueFd input;  // the stdin pipe, or a dup of the PTY master
     UniqueFd pidfd;  // held: the leader's struct pid cannot be recycled while it is open
@@ -413,6 +416,9 @@ int ProcessManagerImpl::open_log_file(const Proc& p, int flags, mode_t mode) con
 
 void ProcessManagerImpl::open_log(Proc& p) {
     p.log_opened = true;
+    if (config_.budget != nullptr) {
+        config_.budget->set_in_use(p.log_path.substr(p.log_path.rfind('/') + 1), true);
+    }
     int fd = open_log_file(p, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     if (fd < 0) {
         // Without a log the output still reaches the ring; the supervisor log says why.
@@ -430,16 +436,29 @@ void ProcessManagerImpl::on_output(Proc& p, const char* data, size_t n) {
         open_log(p);
     }
     uint64_t base = p.ring.total();
-    if (p.log && p.log_written < config_.log_cap_bytes) {
-        size_t keep =
-            static_cast<size_t>(std::min<uint64_t>(n, config_.log_cap_bytes - p.log_written));
-        if (auto w = write_all(p.log.get(), std::string_view(data, keep)); w) {
+    if (p.log && !p.log_full) {
+        // The log's own cap, then the session's output budget (which it shares with every
+        // other log and spilled result).
+        uint64_t keep = std::min<uint64_t>(n, config_.log_cap_bytes - p.log_written);
+        if (config_.budget != nullptr && keep > 0) {
+            keep = config_.budget->take(keep);
+        }
+        if (auto w = write_all(p.log.get(), std::string_view(data, static_cast<size_t>(keep))); w) {
             p.log_written += keep;
-            if (p.log_written == config_.log_cap_bytes) {
+            if (keep < n) {
+                p.log_full = true;
+                const std::string why =
+                    p.log_written == config_.log_cap_bytes
+                        ? fmt::format("its cap of {}", tools::format_size(config_.log_cap_bytes))
+                        : fmt::format(
+                              "the session's output budget ({}, shared by every log and "
+                              "spilled result) is full",
+                              tools::format_size(config_.budget->cap()));
                 (void)write_all(p.log.get(),
-                                fmt::format("\n[stockade: this log stops at its cap of {} bytes; "
-                                            "later output was not kept]\n",
-                                            config_.log_cap_bytes));
+                                fmt::format("\n[stockade: this log stops here: {}. What follows "
+                                            "is not kept, but for the last part the process "
+                                            "still held in memory, added when it ends.]\n",
+                                            why));
             }
         } else {
             SPDLOG_LOGGER_WARN(log::get("process"), "log {} write failed: {}", p.log_path,
@@ -470,10 +489,36 @@ void ProcessManagerImpl::on_output(Proc& p, const char* data, size_t n) {
 
 void ProcessManagerImpl::on_output_closed(Proc& p) {
     std::lock_guard lock(mu_);
+    finish_log(p);
     p.output_closed = true;
     p.last_output = Clock::now();
     ++p.changes;
     changed_.notify_all();
+}
+
+void ProcessManagerImpl::finish_log(Proc& p) {
+    if (p.log && p.log_full) {
+        // What the log lacks, then the tail the ring still holds (at most ring_bytes).
+        const uint64_t total = p.ring.total();
+        const uint64_t from = std::max(p.ring.oldest(), p.log_written);
+        std::string tail;
+        p.ring.copy(from, static_cast<size_t>(total - from), tail);
+        // Written whatever the budget says: a log past it keeps its tail (at most ring_bytes).
+        const uint64_t shown = tail.size();
+        if (config_.budget != nullptr) {
+            config_.budget->add(shown);
+        }
+        p.log_dropped = total - p.log_written - shown;
+        (void)write_all(p.log.get(),
+                        fmt::format("[stockade: {} of output were not kept here; the last {} "
+                                    "follow.]\n",
+                                    tools::format_size(p.log_dropped), tools::format_size(shown)));
+        (void)write_all(p.log.get(), tail);
+    }
+    if (config_.budget != nullptr && p.log_opened) {
+        config_.budget->set_in_use(p.log_path.substr(p.log_path.rfind('/') + 1), false);
+    }
+    p.log.reset();
 }
 
 void ProcessManagerImpl::on_status(Proc& p, std::optional<workspace::ExitReport> report) {
@@ -562,6 +607,7 @@ tools::ProcessInfo ProcessManagerImpl::info_locked(const Proc& p) const {
         .output_lines = lines,
         .output_closed = p.output_closed,
         .failure = p.failure,
+        .log_dropped = p.log_dropped,
         .leftovers = p.leftovers.count,
         .leftover_names = p.leftovers.names,
     };

@@ -26,6 +26,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "runner/output_budget.h"
 #include "tools/process_manager.h"
 #include "workspace/exit_report.h"
 #include "workspace/workspace.h"
@@ -48,6 +49,9 @@ struct ProcessManagerConfig {
     std::chrono::milliseconds drain_quiet{100};
     int first_id = 1;                      // of "p<N>" (a resumed session continues its numbering)
     std::optional<uint64_t> pids_limit{};  // the sandbox's process limit, for load()
+    // The session's output budget, which the logs share with its spilled results (may be null:
+    // only log_cap_bytes bounds a log).
+    OutputBudget* budget = nullptr;
 };
 
 // "ProcessStarted" / "ProcessExited" with their fields, for the event log.
@@ -116,6 +120,9 @@ private:
     // Called on the reader thread.
     void on_output(Proc& p, const char* data, size_t n);
     void on_output_closed(Proc& p);
+    // Preconditions: mu_ held. Closes the log; one that stopped early gets what it lacks said
+    // and the tail the ring still holds.
+    void finish_log(Proc& p);
     // The worker's exit report; nullopt when the status pipe closed without one.
     void on_status(Proc& p, std::optional<workspace::ExitReport> report);
 

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -33,23 +34,26 @@ void stop_on_signal(int) {
     }
 }
 
-Result<std::unique_ptr<Session>> open_session(const std::string& workspace,
-                                              const std::string& state_dir,
-                                              const std::string& resume,
-                                              const std::string& process_log_cap,
-                                              const PolicyFlags& policy, const RunOptions& sandbox,
-                                              bool structured_content) {
+Result<std::unique_ptr<Session>> open_session(
+    const std::string& workspace, const std::string& state_dir, const std::string& resume,
+    const std::string& process_log_cap, const std::string& output_budget, const PolicyFlags& policy,
+    const RunOptions& sandbox, bool structured_content) {
     SessionConfig config{
         .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox};
     config.policy = policy;
     config.structured_content = structured_content;
-    if (!process_log_cap.empty()) {
-        auto cap = parse_size(process_log_cap);
-        if (!cap) {
-            return Error{Errc::kInvalidArgument, fmt::format("--process-log-cap \"{}\": {}",
-                                                             process_log_cap, cap.error().message)};
+    for (const auto& [flag, text, bytes] :
+         {std::tuple{"--process-log-cap", &process_log_cap, &config.process_log_cap_bytes},
+          std::tuple{"--output-budget", &output_budget, &config.spill_cap_bytes}}) {
+        if (text->empty()) {
+            continue;
         }
-        config.process_log_cap_bytes = *cap;
+        auto size = parse_size(*text);
+        if (!size) {
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("{} \"{}\": {}", flag, *text, size.error().message)};
+        }
+        *bytes = *size;
     }
     return Session::open(std::move(config));
 }
@@ -101,9 +105,9 @@ int serve_command(const ServeOptions& options) {
     ::close(null);
     UniqueFd in_fd(proto_in);
     UniqueFd out_fd(proto_out);
-    auto session =
-        open_session(options.workspace, options.state_dir, options.resume, options.process_log_cap,
-                     options.policy, options.sandbox, options.structured_content);
+    auto session = open_session(options.workspace, options.state_dir, options.resume,
+                                options.process_log_cap, options.output_budget, options.policy,
+                                options.sandbox, options.structured_content);
     if (!session) {
         fmt::print(stderr, "stockade serve: {}\n", session.error().message);
         return session.error().code == Errc::kInvalidArgument ||
@@ -151,8 +155,9 @@ int call_command(const CallOptions& options) {
                    "\"README.md\"}}'\n");
         return kExitUsage;
     }
-    auto session = open_session(options.workspace, options.state_dir, options.resume,
-                                options.process_log_cap, options.policy, options.sandbox, false);
+    auto session =
+        open_session(options.workspace, options.state_dir, options.resume, options.process_log_cap,
+                     options.output_budget, options.policy, options.sandbox, false);
     if (!session) {
         fmt::print(stderr, "stockade call: {}\n", session.error().message);
         return kExitUsage;

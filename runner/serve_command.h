@@ -13,6 +13,7 @@ struct ServeOptions {
     std::string state_dir{};
     std::string resume{};
     std::string process_log_cap{};    // --process-log-cap SIZE; empty: the default (8G)
+    std::string output_budget{};      // --output-budget SIZE; empty: the default (512M)
     bool structured_content = false;  // --structured-content
     PolicyFlags policy{};
     RunOptions sandbox{};  // --isolation, --network, --memory, --pids, --cpu, --tmp-size
@@ -31,6 +32,7 @@ struct CallOptions {
     std::string arguments{};  // JSON object text
     bool json = false;        // print the whole result, not only the model-facing text
     std::string process_log_cap{};
+    std::string output_budget{};
     PolicyFlags policy{};
     RunOptions sandbox{};
 };

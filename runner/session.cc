@@ -24,6 +24,7 @@
 #include "runner/policy_enforcement.h"
 #include "runner/policy_gate.h"
 #include "tools/process_tools.h"
+#include "tools/text.h"
 
 namespace stockade::runner {
 
@@ -74,12 +75,18 @@ std::vector<tools::ProtectedPath> protected_paths(const RunOptions& sandbox,
 class Session::Spill final : public tools::SpillStore {
 public:
     // `dir_fd`: the tool-output directory, which outlives the store (SessionPaths).
-    Spill(std::string dir, int dir_fd) : dir_(std::move(dir)), dir_fd_(dir_fd) {}
+    Spill(std::string dir, int dir_fd, OutputBudget& budget)
+        : dir_(std::move(dir)), dir_fd_(dir_fd), budget_(budget) {}
     Result<std::string> spill(std::string_view tool, std::string_view call_id,
                               std::string_view content) override {
         const std::string name =
             fmt::format("{}-{}.txt", tool, sanitize_call_id(std::string(call_id)));
         std::string path = fmt::format("{}/{}", dir_, name);
+        if (budget_.take(content.size()) < content.size()) {
+            return Error{Errc::kResourceExhausted,
+                         fmt::format("spill \"{}\": the session's output budget ({}) is full", path,
+                                     tools::format_size(budget_.cap()))};
+        }
         int fd = retry_eintr([&] {
             return ::openat(dir_fd_, name.c_str(),
                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -96,6 +103,7 @@ public:
 private:
     std::string dir_;
     int dir_fd_;
+    OutputBudget& budget_;
 };
 
 class Session::Events final : public tools::ToolEvents {
@@ -217,8 +225,10 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     ASSIGN_OR_RETURN(EventLog log, EventLog::open_at(session->paths_.dir_fd.get(), "events.jsonl",
                                                      session->paths_.events, id));
     session->log_ = std::make_unique<EventLog>(std::move(log));
-    session->spill_ =
-        std::make_unique<Spill>(session->paths_.tool_output, session->paths_.tool_output_fd.get());
+    session->budget_ = std::make_unique<OutputBudget>(config.spill_cap_bytes,
+                                                      session->paths_.tool_output_fd.get());
+    session->spill_ = std::make_unique<Spill>(
+        session->paths_.tool_output, session->paths_.tool_output_fd.get(), *session->budget_);
     session->events_ = std::make_unique<Events>(*session->log_);
     session->tools_ = tools::make_file_tools();
     for (auto& tool : tools::make_process_tools()) {
@@ -268,7 +278,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
             .pids_limit =
                 parse_uint(sandbox.pids.empty() ? std::to_string(kDefaultPids) : sandbox.pids, 1,
                            UINT64_MAX)
-                    .value_or(kDefaultPids)},
+                    .value_or(kDefaultPids),
+            .budget = session->budget_.get()},
         [raw_log](std::string_view type, nlohmann::json fields) {
             // A foreground command's start and end need no fsync of their own: its
             // ToolCompleted is durable and follows within the call. (An adopted command's

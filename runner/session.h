@@ -17,6 +17,7 @@
 #include "runner/host_environment.h"
 #include "runner/host_ids.h"
 #include "runner/mcp/tool_host.h"
+#include "runner/output_budget.h"
 #include "runner/policy_setup.h"
 #include "runner/process_manager.h"
 #include "runner/run_command.h"
@@ -33,6 +34,8 @@ struct SessionConfig {
     std::string state_dir{};  // default_state_dir() when empty
     std::string resume{};     // a session id to resume, or empty for a new session
     RunOptions sandbox{};     // isolation, network, limits of the worker
+    // What the session keeps on disk of spilled results and process logs together (the
+    // oldest are pruned first), and what all sessions keep (pruned at start, oldest first).
     uint64_t spill_cap_bytes = 512ULL << 20;
     // Per process log (process-logs/<id>.log): output past it is not kept on disk.
     uint64_t process_log_cap_bytes = uint64_t{8} << 30;
@@ -100,6 +103,7 @@ private:
     std::vector<tools::ProtectedPath> protected_;
     SessionPaths paths_;
     std::unique_ptr<EventLog> log_;
+    std::unique_ptr<OutputBudget> budget_;  // before the spill store and the processes: outlives
     std::unique_ptr<SessionWorker> worker_;
     std::unique_ptr<ProcessManagerImpl> processes_;  // declared after worker_: stops first
     std::unique_ptr<Spill> spill_;

@@ -475,6 +475,13 @@ private:
         r.content = output.empty() ? "(no output)" : output;
         r.content +=
             fmt::format("\n[{} \u00b7 {} \u00b7 cwd {}]", outcome, duration, call.dir.display);
+        if (info.log_dropped > 0) {
+            call.meta["log_dropped_bytes"] = info.log_dropped;
+            r.content += fmt::format(
+                "\nNote: the full output's log lacks {} from its middle (the session's disk "
+                "budget for logs and spilled results ran out); it keeps the start and the end.",
+                format_size(info.log_dropped));
+        }
         if (info.leftovers > 0) {
             call.meta["leftovers_stopped"] = info.leftovers;
             call.meta["leftover_names"] = info.leftover_names;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <string>
@@ -250,6 +251,38 @@ TEST_F(ProcessTest, TheTruncationMarkersFileIsReadableInsideAndNothingElseOfTheS
     EXPECT_THAT(
         bash("ls " + events + " 2>&1; cat " + events + "/*/events.jsonl 2>&1 | head -c 300"),
         Not(HasSubstr("SessionStarted")));
+}
+
+TEST_F(ProcessTest, ASessionKeepsNoMoreOutputThanItsBudgetAndSaysWhatItDropped) {
+    serve({"--output-budget", "1M"});
+    // 6.9 MB of numbered lines: the log keeps its first megabyte and, at its end, the last
+    // 2 MiB the supervisor still held; the result says what the log lacks.
+    auto big = serve_->call("bash", {{"command", "seq 1 1000000"}});
+    const std::string text = text_of(big);
+    EXPECT_THAT(text, HasSubstr("Note: the full output's log lacks")) << text;
+    EXPECT_THAT(text, HasSubstr("1000000")) << "the tail is shown";
+    const std::string marker = "Full output: ";
+    const size_t at = text.find(marker);
+    ASSERT_NE(at, std::string::npos) << text;
+    const size_t start = at + marker.size();
+    const std::string log = text.substr(start, text.find(' ', start) - start);
+    // (Through grep, which leaves no log of its own to take the budget.)
+    EXPECT_THAT(text_of(serve_->call("grep", {{"pattern", "^1000000$"}, {"path", log}})),
+                HasSubstr(": 1000000"));
+    EXPECT_THAT(text_of(serve_->call("grep", {{"pattern", "this log stops here"}, {"path", log}})),
+                HasSubstr("the session's output budget (1.0 MB"));
+    EXPECT_LT(std::filesystem::file_size(log), (1U << 20) + (2U << 20) + 1024);
+    // What the session keeps on disk stays near the budget: the next command's log pruned
+    // what came before it.
+    (void)serve_->call("bash", {{"command", "seq 1 1000000"}});
+    uint64_t kept = 0;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(state_.path())) {
+        if (entry.is_regular_file() &&
+            entry.path().string().find("tool-output") != std::string::npos) {
+            kept += entry.file_size();
+        }
+    }
+    EXPECT_LT(kept, (1U << 20) + 3 * (2U << 20)) << "the budget, and the tails it lets by";
 }
 
 TEST_F(ProcessTest, InCiModeTheSessionsOwnLoopbackIsReachableAndTheNetworkIsNot) {

@@ -47,6 +47,11 @@ TEST_F(ServeTest, AWorkerKilledBetweenCallsIsReplacedAndTheEventLogSaysSo) {
     auto second = serve.call("read", {{"file_path", "a.txt"}});
     EXPECT_THAT(text_of(second), HasSubstr("alpha"));
     EXPECT_FALSE(second["result"].value("isError", true));
+    // The model is told, once, why its session's processes are gone.
+    EXPECT_THAT(text_of(second),
+                HasSubstr("the session's sandbox worker was killed by SIGKILL; a new one serves"));
+    EXPECT_THAT(text_of(serve.call("read", {{"file_path", "a.txt"}})),
+                Not(HasSubstr("sandbox worker")));
     EXPECT_EQ(worker_pids(state_.path()).size(), 2U) << "a fresh worker for the second call";
 }
 

@@ -2,6 +2,7 @@
 // A helper thread plays the worker's part of reaping children and reporting their status.
 #include "runner/process_manager.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -15,6 +16,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "common/unique_fd.h"
+#include "runner/output_budget.h"
 #include "workspace/local_workspace.h"
 
 namespace stockade::runner {
@@ -188,13 +191,48 @@ TEST_F(ProcessManagerTest, TheLogStopsAtItsCapButCountingGoesOn) {
     auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
     ASSERT_TRUE(done.has_value());
     EXPECT_EQ(done->output_bytes, 100000U);
-    EXPECT_LT(std::filesystem::file_size(done->log_path), 1200U);
+    // The log: its first 1000 bytes, where it stopped and why, what it lacks, and the tail the
+    // ring still held.
+    EXPECT_EQ(done->log_dropped, 100000U - 1000U - 4096U);
+    std::ifstream in(done->log_path, std::ios::binary);
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(log.substr(0, 1000), std::string(1000, '\0'));
+    EXPECT_THAT(log, HasSubstr("[stockade: this log stops here: its cap of"));
+    EXPECT_THAT(log, HasSubstr("of output were not kept here; the last 4.0 KB follow.]\n" +
+                               std::string(4096, '\0')));
+    EXPECT_TRUE(log.ends_with(std::string(4096, '\0')));
     auto tail = m.output(p->id, 99000, 2000);
     ASSERT_TRUE(tail.has_value());
     EXPECT_EQ(tail->bytes.size(), 1000U);
     auto gap = m.output(p->id, 2000, 10);
     ASSERT_TRUE(gap.has_value());
     EXPECT_GE(gap->begin, 100000U - 4096U) << "bytes neither logged nor in memory are skipped";
+}
+
+TEST_F(ProcessManagerTest, LogsShareTheSessionsOutputBudgetOldestPrunedFirst) {
+    std::filesystem::create_directories(logs_ + "/process-logs");
+    {
+        std::ofstream old(logs_ + "/grep-old.txt");
+        old << std::string(30'000, 'o');
+    }
+    UniqueFd dir(::open(logs_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    ASSERT_TRUE(dir);
+    OutputBudget budget(64 << 10, dir.get());
+    auto& m = pm({.ring_bytes = 8192, .budget = &budget});
+    auto p = m.start(shell("head -c 100000 /dev/zero"));
+    ASSERT_TRUE(p.has_value());
+    auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
+    ASSERT_TRUE(done.has_value());
+    EXPECT_FALSE(std::filesystem::exists(logs_ + "/grep-old.txt")) << "the oldest went first";
+    std::ifstream in(done->log_path, std::ios::binary);
+    const std::string log((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_THAT(log, HasSubstr("the session's output budget (64 KB, shared by every log and "
+                               "spilled result) is full"));
+    EXPECT_THAT(log, HasSubstr("of output were not kept here; the last 8.0 KB follow.]\n"));
+    EXPECT_TRUE(log.ends_with(std::string(8192, '\0')));
+    EXPECT_EQ(done->log_dropped, 100'000U - (64U << 10) - 8192U);
+    EXPECT_LE(budget.used(), budget.cap() + 8192U) << "over by the tail at most";
+    m.forget(p->id);
 }
 
 TEST_F(ProcessManagerTest, StopEndsTheGroupAndWriteReachesStdin) {

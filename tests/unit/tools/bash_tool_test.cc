@@ -334,6 +334,14 @@ TEST_F(BashToolTest, WhatTheCommandLeftRunningWasStoppedAndTheResultSaysSo) {
     EXPECT_EQ(r.metadata["leftover_names"], (nlohmann::json{"node", "python3"}));
 }
 
+TEST_F(BashToolTest, ALogThatRanOutOfBudgetSaysWhatItLacks) {
+    h.pm.scripts["make -j"] = FakeScript{.output = "built\n", .log_dropped = 3'400'000'000};
+    const ToolResult r = bash("make -j");
+    EXPECT_FALSE(r.is_error);
+    expect_golden("bash_log_dropped.txt", r.content);
+    EXPECT_EQ(r.metadata["log_dropped_bytes"], 3'400'000'000ULL);
+}
+
 TEST_F(BashToolTest, OutputHeldOpenButNothingLeft) {
     h.pm.scripts["x"] = FakeScript{.output = "ok\n", .output_closed = false};
     const ToolResult r = bash("x");
