@@ -9,6 +9,7 @@
 #include "common/syscall.h"
 #include "policy/explain.h"
 #include "policy/settings.h"
+#include "runner/git_index.h"
 #include "runner/policy_enforcement.h"
 #include "runner/run_command.h"
 
@@ -64,6 +65,15 @@ int policy_check_command(const PolicyCheckOptions& options) {
                    parsed->rules.size() == 1 ? "" : "s",
                    parsed->preset ? fmt::format(", preset {}", policy::preset_name(*parsed->preset))
                                   : std::string());
+        // Its Read deny rules against what git tracks in the workspace: the sandbox hides a
+        // file, not the repository's history of it.
+        const std::vector<policy::SettingsSource> alone = {source};
+        if (auto policy = policy::Policy::load(
+                alone, policy::PolicyOptions{.workspace_root = *ws, .home = policy_home()})) {
+            for (const auto& warning : git_tracked_denials(*policy, *ws)) {
+                fmt::print("{}: warning: {}\n", file, warning);
+            }
+        }
     }
     if (problems > 0) {
         fmt::print("{} of {} file{} invalid\n", problems, options.files.size(),

@@ -19,6 +19,7 @@
 #include "common/parse.h"
 #include "common/syscall.h"
 #include "policy/tool_requests.h"
+#include "runner/git_index.h"
 #include "runner/host_environment.h"
 #include "runner/host_ids.h"
 #include "runner/policy_enforcement.h"
@@ -149,6 +150,10 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         return std::move(loaded).error();
     }
     session->policy_ = std::make_unique<policy::Policy>(std::move(loaded).value());
+    // A Read-denied file that git tracks stays readable through git: say so at the start.
+    for (auto& warning : git_tracked_denials(*session->policy_, session->workspace_)) {
+        policy_warnings.push_back(std::move(warning));
+    }
     session->ask_fallback_allow_ = config.policy.ask_fallback == "allow";
     session->structured_content_ = config.structured_content;
     for (const auto& warning : policy_warnings) {

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <utility>
@@ -198,6 +200,29 @@ TEST_F(PolicyTest, TheFileToolsMatchRulesAgainstThePathASymlinkLeadsTo) {
     ASSERT_EQ(::symlink("src/real.txt", workspace_.sub("alias.txt").c_str()), 0);
     EXPECT_THAT(text_of(serve_->call("read", {{"file_path", "alias.txt"}})),
                 HasSubstr("plain text"));
+}
+
+TEST_F(PolicyTest, ADeniedFileThatGitTracksIsCalledOutAtTheStartAndByPolicyCheck) {
+    const std::string git = "git -C '" + workspace_.path() + "' -c user.name=t -c user.email=t@t ";
+    ASSERT_EQ(
+        std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm init").c_str()),
+        0);
+    RunConfig in_ws;
+    in_ws.cwd = workspace_.path();
+    RunResult check =
+        run_stockade({"policy", "check", workspace_.sub(".claude/settings.json")}, in_ws);
+    EXPECT_EQ(check.exit_code, 0) << check.describe();
+    EXPECT_THAT(check.out, HasSubstr("warning: Read(./.env)"));
+    EXPECT_THAT(check.out, HasSubstr("git show HEAD:.env"));
+    serve({"--policy", workspace_.sub(".claude/settings.json")});
+    std::string events;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(state_.path())) {
+        if (entry.path().filename() == "events.jsonl") {
+            events += read_file_text(entry.path()).value_or("");
+        }
+    }
+    EXPECT_THAT(events, HasSubstr("denies 1 file that git tracks (.env)"));
+    EXPECT_THAT(events, HasSubstr("denies 1 file that git tracks (secrets/key.pem)"));
 }
 
 TEST_F(PolicyTest, AToolDeniedAsAWholeIsHiddenFromToolsList) {

@@ -1,0 +1,153 @@
+#include "runner/git_index.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/syscall.h"
+
+namespace stockade::runner {
+
+namespace {
+
+constexpr size_t kHeaderBytes = 12;
+constexpr size_t kStatBytes = 40;  // ctime, mtime, dev, ino, mode, uid, gid, size
+constexpr size_t kHashBytes = 20;  // SHA-1
+constexpr size_t kMaxIndexBytes = size_t{256} << 20;
+constexpr size_t kMaxShown = 3;
+
+uint32_t be32(std::string_view b, size_t at) {
+    return (uint32_t{static_cast<unsigned char>(b[at])} << 24) |
+           (uint32_t{static_cast<unsigned char>(b[at + 1])} << 16) |
+           (uint32_t{static_cast<unsigned char>(b[at + 2])} << 8) |
+           uint32_t{static_cast<unsigned char>(b[at + 3])};
+}
+
+uint16_t be16(std::string_view b, size_t at) {
+    return static_cast<uint16_t>((static_cast<unsigned>(static_cast<unsigned char>(b[at])) << 8) |
+                                 static_cast<unsigned char>(b[at + 1]));
+}
+
+Error malformed(std::string_view what) {
+    return Error{Errc::kInvalidArgument, fmt::format("git index: {}", what)};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
+    if (bytes.size() < kHeaderBytes || bytes.substr(0, 4) != "DIRC") {
+        return malformed("no DIRC header");
+    }
+    const uint32_t version = be32(bytes, 4);
+    if (version < 2 || version > 4) {
+        return malformed(fmt::format("version {} is not 2, 3 or 4", version));
+    }
+    const uint32_t count = be32(bytes, 8);
+    // Each entry takes at least its fixed part: a count the file cannot hold is a lie.
+    if (count > (bytes.size() - kHeaderBytes) / (kStatBytes + kHashBytes + 2)) {
+        return malformed(fmt::format("{} entries do not fit in {} bytes", count, bytes.size()));
+    }
+    std::vector<std::string> paths;
+    paths.reserve(count);
+    size_t at = kHeaderBytes;
+    std::string previous;
+    for (uint32_t i = 0; i < count; ++i) {
+        const size_t start = at;
+        if (bytes.size() - at < kStatBytes + kHashBytes + 2) {
+            return malformed("truncated entry");
+        }
+        at += kStatBytes + kHashBytes;
+        const uint16_t flags = be16(bytes, at);
+        at += 2;
+        if ((flags & 0x4000U) != 0) {  // extended flags (version 3 and up)
+            if (version < 3 || bytes.size() - at < 2) {
+                return malformed("extended flags where there can be none");
+            }
+            at += 2;
+        }
+        std::string path;
+        if (version == 4) {
+            // How many bytes of the previous path to drop (git's offset varint), then the rest.
+            uint64_t drop = 0;
+            for (int n = 0;; ++n) {
+                if (at >= bytes.size() || n > 9) {
+                    return malformed("truncated path prefix");
+                }
+                const auto c = static_cast<unsigned char>(bytes[at++]);
+                drop = (drop << 7U) | (c & 0x7fU);
+                if ((c & 0x80U) == 0) {
+                    break;
+                }
+                ++drop;
+            }
+            if (drop > previous.size()) {
+                return malformed("path prefix longer than the previous path");
+            }
+            path = previous.substr(0, previous.size() - drop);
+        }
+        const size_t nul = bytes.find('\0', at);
+        if (nul == std::string_view::npos) {
+            return malformed("unterminated path");
+        }
+        path += bytes.substr(at, nul - at);
+        at = nul + 1;
+        if (version < 4) {
+            // Padded with NULs (1 to 8 of them) to a multiple of 8 from the entry's start.
+            const size_t length = at - start;
+            const size_t padded = (length + 7) / 8 * 8;
+            if (padded > bytes.size() - start) {
+                return malformed("truncated padding");
+            }
+            at = start + padded;
+        }
+        previous = path;
+        paths.push_back(std::move(path));
+    }
+    return paths;
+}
+
+std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
+                                             const std::string& workspace) {
+    std::vector<std::string> warnings;
+    if (!policy.has_file_rules()) {
+        return warnings;
+    }
+    auto bytes = read_file(workspace + "/.git/index", kMaxIndexBytes);
+    if (!bytes) {
+        return warnings;
+    }
+    auto paths = parse_git_index(*bytes);
+    if (!paths) {
+        return warnings;
+    }
+    struct Denied {
+        size_t count = 0;
+        std::vector<std::string> first;
+    };
+    std::map<std::string, Denied> by_rule;  // the rule's text (and origin) → what it denies
+    for (const std::string& path : *paths) {
+        const policy::RequestOutcome outcome =
+            policy.evaluate_one({.kind = policy::CapabilityKind::kFileRead,
+                                 .tool = "read",
+                                 .path = workspace + "/" + path});
+        if (outcome.before_mode != policy::Decision::kDeny || !outcome.rule) {
+            continue;
+        }
+        Denied& d = by_rule[fmt::format("{} ({})", outcome.rule->text, outcome.rule->origin)];
+        if (++d.count <= kMaxShown) {
+            d.first.push_back(path);
+        }
+    }
+    for (const auto& [rule, d] : by_rule) {
+        warnings.push_back(fmt::format(
+            "{} denies {} file{} that git tracks ({}{}): the sandbox hides the file{}, but its "
+            "committed contents stay readable through git (git show HEAD:{}). Deny Bash(git:*) "
+            "too, or take {} out of the repository's history.",
+            rule, d.count, d.count == 1 ? "" : "s", fmt::join(d.first, ", "),
+            d.count > d.first.size() ? ", ..." : "", d.count == 1 ? "" : "s", d.first.front(),
+            d.count == 1 ? "it" : "them"));
+    }
+    return warnings;
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,110 @@
+#include "runner/git_index.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/syscall.h"
+#include "tests/testing/matchers.h"
+
+namespace stockade::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using testing::HasErrc;
+using ::testing::HasSubstr;
+using testing::IsOk;
+
+// A repository made by the real git, with `files` added to its index in `version`.
+class GitIndexTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string templ = (fs::temp_directory_path() / "gitindex-XXXXXX").string();
+        ASSERT_NE(::mkdtemp(templ.data()), nullptr);
+        dir_ = templ;
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    void make_repo(int version) {
+        for (const char* f : {"README.md", ".env", "config/secrets.txt", "config/app.ini",
+                              "src/a-long-directory-name/with/deep/file.cc",
+                              "src/a-long-directory-name/with/deep/other.cc", "keys/id.pem"}) {
+            fs::create_directories((dir_ / f).parent_path());
+            std::ofstream(dir_ / f) << f << "\n";
+        }
+        const std::string git = "git -C '" + dir_.string() + "' -c user.name=t -c user.email=t@t ";
+        ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git +
+                               "update-index --index-version " + std::to_string(version))
+                                  .c_str()),
+                  0);
+    }
+    std::string index_bytes() {
+        auto bytes = read_file((dir_ / ".git/index").string(), size_t{1} << 20);
+        EXPECT_THAT(bytes, IsOk());
+        return bytes.value_or("");
+    }
+
+    fs::path dir_;
+};
+
+TEST_F(GitIndexTest, ReadsThePathsOfEveryIndexVersion) {
+    for (int version : {2, 3, 4}) {
+        make_repo(version);
+        auto paths = parse_git_index(index_bytes());
+        ASSERT_THAT(paths, IsOk()) << "version " << version;
+        EXPECT_THAT(*paths,
+                    ElementsAre(".env", "README.md", "config/app.ini", "config/secrets.txt",
+                                "keys/id.pem", "src/a-long-directory-name/with/deep/file.cc",
+                                "src/a-long-directory-name/with/deep/other.cc"))
+            << "version " << version;
+        fs::remove_all(dir_ / ".git");
+    }
+}
+
+TEST_F(GitIndexTest, MalformedIndexesAreErrorsNeverReadsPastTheEnd) {
+    make_repo(4);
+    const std::string good = index_bytes();
+    EXPECT_THAT(parse_git_index(""), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(parse_git_index("DIRC"), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(parse_git_index(std::string("DIRC\0\0\0\x09\0\0\0\0", 12)),
+                HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(parse_git_index(std::string("DIRC\0\0\0\x02\xff\xff\xff\xff", 12)),
+                HasErrc(Errc::kInvalidArgument));
+    for (size_t cut = 13; cut < good.size() - 40; cut += 7) {
+        // Every prefix either parses to fewer paths or is an error (the checksum at the end is
+        // not needed to read the entries).
+        (void)parse_git_index(good.substr(0, cut));
+    }
+}
+
+TEST_F(GitIndexTest, TrackedFilesThatAReadRuleDeniesAreNamedWithTheRule) {
+    make_repo(2);
+    auto policy = policy::Policy::load(
+        std::vector<policy::SettingsSource>{
+            {.layer = policy::Layer::kCommandLine,
+             .origin = "command line",
+             .text =
+                 R"json({"permissions": {"deny": ["Read(./.env)", "Read(./config/**)"]}})json"}},
+        policy::PolicyOptions{.workspace_root = dir_.string()});
+    ASSERT_THAT(policy, IsOk());
+    const auto warnings = git_tracked_denials(*policy, dir_.string());
+    ASSERT_EQ(warnings.size(), 2U);
+    EXPECT_THAT(warnings[0], HasSubstr("Read(./.env) (command line:1) denies 1 file that git "
+                                       "tracks (.env)"));
+    EXPECT_THAT(warnings[0], HasSubstr("git show HEAD:.env"));
+    EXPECT_THAT(warnings[1], HasSubstr("Read(./config/**) (command line:1) denies 2 files"));
+    // No repository, no warning.
+    fs::remove_all(dir_ / ".git");
+    EXPECT_TRUE(git_tracked_denials(*policy, dir_.string()).empty());
+}
+
+}  // namespace
+}  // namespace stockade::runner
