@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +54,73 @@ TEST_F(ServeTest, AWorkerKilledBetweenCallsIsReplacedAndTheEventLogSaysSo) {
     EXPECT_THAT(text_of(serve.call("read", {{"file_path", "a.txt"}})),
                 Not(HasSubstr("sandbox worker")));
     EXPECT_EQ(worker_pids(state_.path()).size(), 2U) << "a fresh worker for the second call";
+}
+
+// The value of `key` in a /proc/<pid>/limits line ("Max processes  4096  4096  processes").
+std::string soft_limit(pid_t pid, const std::string& key) {
+    for (const std::string& line :
+         split_lines(read_file_text("/proc/" + std::to_string(pid) + "/limits").value_or(""))) {
+        if (line.rfind(key, 0) == 0) {
+            std::istringstream fields(line.substr(key.size()));
+            std::string soft;
+            fields >> soft;
+            return soft;
+        }
+    }
+    return "";
+}
+
+TEST_F(ServeTest, ServeWithNoOptionsHasLimits) {
+    ServeProcess serve(workspace_.path(), state_.path());
+    ASSERT_TRUE(serve.initialize().contains("result"));
+    // A 1 GiB /tmp of its own.
+    EXPECT_THAT(text_of(serve.call("bash", {{"command", "df -k /tmp | tail -n 1"}})),
+                HasSubstr(" 1048576 "));
+    const auto workers = worker_pids(state_.path());
+    ASSERT_EQ(workers.size(), 1U);
+    const pid_t worker = workers[0];
+    // Processes: the pids cgroup where there is one, else RLIMIT_NPROC; memory: a memory
+    // cgroup only (an address-space rlimit would break V8 and the JVM).
+    std::string memory_cgroup;
+    std::string pids_cgroup;
+    for (const std::string& line :
+         split_lines(read_file_text("/proc/" + std::to_string(worker) + "/cgroup").value_or(""))) {
+        const size_t colon = line.rfind(':');
+        const std::string path = line.substr(colon + 1);
+        if (path.find("/stockade/") == std::string::npos) {
+            continue;
+        }
+        if (line.find(":memory:") != std::string::npos) {
+            memory_cgroup = "/sys/fs/cgroup/memory" + path;
+        } else if (line.find(":pids:") != std::string::npos) {
+            pids_cgroup = "/sys/fs/cgroup/pids" + path;
+        } else if (line.rfind("0::", 0) == 0) {
+            memory_cgroup = pids_cgroup = "/sys/fs/cgroup" + path;
+        }
+    }
+    if (pids_cgroup.empty()) {
+        EXPECT_EQ(soft_limit(worker, "Max processes"), "4096");
+    } else {
+        auto pids = read_file_text(pids_cgroup + "/pids.max");
+        if (!pids) {  // v2: the worker sits in the leaf's `worker` child
+            pids = read_file_text(pids_cgroup + "/../pids.max");
+        }
+        EXPECT_EQ(pids.value_or(""), "4096\n");
+    }
+    if (!memory_cgroup.empty()) {
+        auto limit = read_file_text(memory_cgroup + "/memory.limit_in_bytes");
+        if (!limit) {
+            limit = read_file_text(memory_cgroup + "/../memory.max");
+        }
+        ASSERT_TRUE(limit.has_value());
+        EXPECT_NE(*limit, "max\n");
+        EXPECT_LT(std::stoull(*limit), uint64_t{1} << 50) << "a limit, not the unlimited value";
+    } else {
+        EXPECT_EQ(soft_limit(worker, "Max address space"), "unlimited")
+            << "no RLIMIT_AS by default: it would break V8 and the JVM";
+    }
+    serve.close_input();
+    EXPECT_EQ(serve.wait_exit(std::chrono::seconds(20)), 0);
 }
 
 TEST_F(ServeTest, StdinEofEndsTheSessionAndLeavesNoWorkerBehind) {
