@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include "tests/testing/escape_support.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/sandbox_harness.h"
 
@@ -38,12 +39,6 @@ using namespace std::chrono_literals;
 constexpr uid_t kRootCallerHostUid = 1879048192;  // runner/run_command.h kDefaultHostUid
 constexpr int kExitUnavailable = 77;
 
-std::string unique_suffix() {
-    return std::to_string(::getpid()) + "-" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-// The probe ran to completion inside the sandbox and reported the attempt as blocked.
 MATCHER(Blocked, "the probe reports the attempt BLOCKED") {
     return arg.exit_code == 0 && !arg.timed_out && arg.out.rfind("BLOCKED ", 0) == 0;
 }
@@ -52,42 +47,6 @@ MATCHER(Blocked, "the probe reports the attempt BLOCKED") {
 MATCHER(Escaped, "the probe reports an ESCAPE") {
     return arg.exit_code == 1 && !arg.timed_out && arg.out.rfind("ESCAPED ", 0) == 0;
 }
-
-// A listening socket owned by the test, outside any sandbox.
-class Listener {
-public:
-    Listener(int domain, const sockaddr* addr, socklen_t len) {
-        fd_ = ::socket(domain, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd_ >= 0 && (::bind(fd_, addr, len) != 0 || ::listen(fd_, 8) != 0)) {
-            (void)::close(fd_);
-            fd_ = -1;
-        }
-    }
-    ~Listener() {
-        if (fd_ >= 0) {
-            (void)::close(fd_);
-        }
-    }
-    Listener(const Listener&) = delete;
-    Listener& operator=(const Listener&) = delete;
-    Listener(Listener&&) = delete;
-    Listener& operator=(Listener&&) = delete;
-
-    [[nodiscard]] bool ok() const { return fd_ >= 0; }
-    [[nodiscard]] int fd() const { return fd_; }
-    // True if a connection is waiting (accepts and closes it).
-    [[nodiscard]] bool connected() const {
-        int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (conn >= 0) {
-            (void)::close(conn);
-            return true;
-        }
-        return false;
-    }
-
-private:
-    int fd_ = -1;
-};
 
 class EscapeTest : public ::testing::Test {
 protected:
@@ -151,15 +110,6 @@ protected:
             EXPECT_EQ(::chown(workspace_.c_str(), kRootCallerHostUid, kRootCallerHostUid), 0);
         }
         return probe(probe_args, {"--isolation", "landlock"});
-    }
-
-    // A host path that must not exist before or after a write attempt; removed if it appears.
-    static void expect_absent_on_host(const std::string& path) {
-        struct stat st {};
-        if (::lstat(path.c_str(), &st) == 0) {
-            ADD_FAILURE() << path << " was created on the host";
-            (void)::unlink(path.c_str());
-        }
     }
 
     FdLeakChecker fd_leak_checker_;
@@ -371,16 +321,7 @@ TEST_F(EscapeTest, SetuidRootExecutableCannotBePlantedInTheWorkspace) {
                              "mkdir sgid-dir && chmod 2777 sgid-dir; true"});
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     for (const char* name : {"suid-true", "sgid-dir"}) {
-        std::string path = workspace_ + "/" + name;
-        struct stat st {};
-        ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path;
-        bool setuid_root = (st.st_mode & S_ISUID) != 0 && st.st_uid == 0;
-        bool setgid_root = (st.st_mode & S_ISGID) != 0 && st.st_gid == 0;
-        (void)::chmod(path.c_str(), 0700);  // defuse it at once, whatever the outcome
-        EXPECT_FALSE(setuid_root || setgid_root)
-            << "FAIL (sandbox bug): the sandbox made " << path << " mode " << std::oct
-            << (st.st_mode & 07777) << std::dec << " owned by " << st.st_uid << ":" << st.st_gid
-            << " on the host";
+        expect_not_setid_root(workspace_ + "/" + name, "the sandbox");
     }
 }
 

@@ -41,6 +41,7 @@
 #include <netinet/in.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/testing/escape_support.h"
 #include "tests/testing/sandbox_harness.h"
 #include "tests/testing/serve_client.h"
 
@@ -58,11 +59,6 @@ constexpr int kBashTimeoutMs = 30000;
 constexpr auto kCallLimit = 60s;
 constexpr const char* kSecretName = "STOCKADE_TEST_SECRET";
 constexpr int kExitUnavailable = 77;
-
-std::string unique_suffix() {
-    return std::to_string(::getpid()) + "-" +
-           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
 
 // 'text', for a shell.
 std::string shell_quote(const std::string& text) {
@@ -97,65 +93,6 @@ MATCHER(Escaped, "the probe reports an ESCAPE") {
     return ok;
 }
 
-// A listening socket owned by the test, outside any sandbox.
-class Listener {
-public:
-    Listener(int domain, const sockaddr* addr, socklen_t len) {
-        fd_ = ::socket(domain, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd_ >= 0 && (::bind(fd_, addr, len) != 0 || ::listen(fd_, 8) != 0)) {
-            (void)::close(fd_);
-            fd_ = -1;
-        }
-    }
-    ~Listener() {
-        if (fd_ >= 0) {
-            (void)::close(fd_);
-        }
-    }
-    Listener(const Listener&) = delete;
-    Listener& operator=(const Listener&) = delete;
-    Listener(Listener&&) = delete;
-    Listener& operator=(Listener&&) = delete;
-
-    [[nodiscard]] bool ok() const { return fd_ >= 0; }
-    // The port it listens on (TCP), 0 if unknown.
-    [[nodiscard]] int port() const {
-        sockaddr_storage addr{};
-        socklen_t len = sizeof addr;
-        if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-            return 0;
-        }
-        if (addr.ss_family == AF_INET) {
-            return ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-        }
-        if (addr.ss_family == AF_INET6) {
-            return ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port);
-        }
-        return 0;
-    }
-    // True if a connection is waiting (accepts and closes it).
-    [[nodiscard]] bool connected() const {
-        int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (conn >= 0) {
-            (void)::close(conn);
-            return true;
-        }
-        return false;
-    }
-
-private:
-    int fd_ = -1;
-};
-
-std::unique_ptr<Listener> tcp_loopback_listener(int port = 0) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    return std::make_unique<Listener>(AF_INET, reinterpret_cast<const sockaddr*>(&addr),
-                                      sizeof addr);
-}
-
 // A host process (sleep) with host uid `uid`: the sandbox user's, so that only the sandbox's own
 // walls keep a command from it.
 ChildProcess start_host_process_as(uid_t uid) {
@@ -165,15 +102,6 @@ ChildProcess start_host_process_as(uid_t uid) {
                                     "--clear-groups", "/bin/sleep", "60"});
     }
     return ChildProcess::start({"/bin/sleep", "60"});
-}
-
-// A host path that must not exist before or after a write attempt; removed if it appears.
-void expect_absent_on_host(const std::string& path) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0) {
-        ADD_FAILURE() << path << " was created on the host";
-        (void)::unlink(path.c_str());
-    }
 }
 
 // One serve session, shared by every test of a fixture.
@@ -544,16 +472,7 @@ TEST_F(ServeEscapeTest, SetuidRootExecutableCannotBePlantedInTheWorkspace) {
                            " && chmod 2777 " + dir + "; echo planted");
     ASSERT_THAT(out, HasSubstr("planted"));
     for (const std::string& name : {file, dir}) {
-        std::string path = s().workspace + "/" + name;
-        struct stat st {};
-        ASSERT_EQ(::lstat(path.c_str(), &st), 0) << path << "\n" << out;
-        bool setuid_root = (st.st_mode & S_ISUID) != 0 && st.st_uid == 0;
-        bool setgid_root = (st.st_mode & S_ISGID) != 0 && st.st_gid == 0;
-        (void)::chmod(path.c_str(), 0700);  // defuse it at once, whatever the outcome
-        EXPECT_FALSE(setuid_root || setgid_root)
-            << "FAIL (sandbox bug): the session made " << path << " mode " << std::oct
-            << (st.st_mode & 07777) << std::dec << " owned by " << st.st_uid << ":" << st.st_gid
-            << " on the host";
+        expect_not_setid_root(s().workspace + "/" + name, "the session");
     }
 }
 
