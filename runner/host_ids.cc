@@ -6,9 +6,33 @@
 
 #include <fmt/format.h>
 
+#include "common/parse.h"
 #include "common/syscall.h"
 
 namespace stockade::runner {
+
+Result<HostIdRange> parse_host_id_range(std::string_view text) {
+    if (text.empty()) {
+        return HostIdRange{};
+    }
+    const size_t dash = text.find('-');
+    auto bad = [&] {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("--host-uid-range \"{}\" is not FIRST-LAST, e.g. "
+                                 "1879048193-1879113728 (unprivileged ids, not 0)",
+                                 text)};
+    };
+    if (dash == std::string_view::npos) {
+        return bad();
+    }
+    auto first = parse_uint(text.substr(0, dash), 1, 0xfffffffeU);
+    auto last = parse_uint(text.substr(dash + 1), 1, 0xfffffffeU);
+    if (!first || !last || *last < *first) {
+        return bad();
+    }
+    return HostIdRange{.first = static_cast<uid_t>(*first),
+                       .count = static_cast<uid_t>(*last - *first + 1)};
+}
 
 Result<HostIdLease> lease_host_id(uid_t first, uid_t count, const std::string& lock_dir) {
     RETURN_IF_ERROR(make_dirs(lock_dir, 0700));

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 #include "common/unique_fd.h"
@@ -30,6 +31,14 @@ private:
     uid_t id_ = 0;
     UniqueFd lock_;  // the flock; closing it releases the id
 };
+
+struct HostIdRange {
+    uid_t first = kSessionHostIdFirst;
+    uid_t count = kSessionHostIdCount;
+};
+// "FIRST-LAST" (inclusive, both above 0 and below 2^32-1); empty: the default range.
+// kInvalidArgument with the fix for anything else.
+Result<HostIdRange> parse_host_id_range(std::string_view text);
 
 // The first id of [first, first + count) that no live lease holds. kResourceExhausted when
 // every one is taken; the lock directory is created (0700) when missing.

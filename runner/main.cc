@@ -84,6 +84,10 @@ void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
                    "user (default: one of its own per session, from 1879048193)");
     app.add_option("--host-gid", o.host_gid,
                    "Root callers: host gid of the session's sandbox user");
+    app.add_option("--host-uid-range", o.host_uid_range,
+                   "Root callers: the host uids sessions get one each of, FIRST-LAST (default "
+                   "1879048193-1879113728); give each supervisor of a host its own range, or "
+                   "share one: leases are per id, through /run/stockade/host-ids");
     app.add_option("--git-identity", o.git_identity,
                    "\"Name <email>\" for commits made in the sandbox (default: user.name and "
                    "user.email of your git config)");

@@ -44,6 +44,9 @@ struct RunOptions {
     std::string cwd;
     std::optional<uint32_t> host_uid;
     std::optional<uint32_t> host_gid;
+    // serve/call as root: the range each session's own host uid is leased from, "FIRST-LAST"
+    // (--host-uid-range); empty: 1879048193 and the 65,535 ids above it.
+    std::string host_uid_range{};
     // Paths to hide (--mask) and to make read-only (--read-only) inside the sandbox: absolute,
     // or relative to the caller's working directory; each must lie in the workspace or another
     // bind (--ro, --rw, the image) and must not go through a symlink. Missing paths are

@@ -186,8 +186,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     // A root supervisor gives the session a host uid of its own: the kernel's per-user counts
     // that its sandbox draws on are then never another session's.
     if (::geteuid() == 0 && !sandbox.host_uid) {
+        ASSIGN_OR_RETURN(HostIdRange range, parse_host_id_range(sandbox.host_uid_range));
         ASSIGN_OR_RETURN(session->host_id_,
-                         lease_host_id(kSessionHostIdFirst, kSessionHostIdCount, kHostIdLockDir));
+                         lease_host_id(range.first, range.count, kHostIdLockDir));
         sandbox.host_uid = session->host_id_.id();
         if (!sandbox.host_gid) {
             sandbox.host_gid = session->host_id_.id();

@@ -213,6 +213,13 @@ TEST_F(ServeTest, AsRootEachSessionGetsAHostUidOfItsOwn) {
         seen = seen || (status && status->find("1879110000") != std::string::npos);
     }
     EXPECT_TRUE(seen) << "no worker runs as the --host-uid given";
+    // A range of the operator's: the session's uid comes from it.
+    TempDir ranged_state{"stockade-serve-state3"};
+    ServeProcess ranged(workspace_.path(), ranged_state.path(),
+                        {"--host-uid-range", "1879120000-1879120009"});
+    ASSERT_TRUE(ranged.initialize().contains("result"));
+    const std::string c = worker_uid(ranged_state.path());
+    EXPECT_THAT(c, HasSubstr("18791200")) << c;
 }
 
 TEST_F(ServeTest, AStateDirectoryBehindAPrivateDirectoryWorks) {

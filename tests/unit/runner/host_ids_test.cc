@@ -49,5 +49,21 @@ TEST_F(HostIdsTest, EachLiveLeaseHoldsItsOwnIdAndAReleasedOneIsReused) {
     EXPECT_EQ(first->id(), 5000U);
 }
 
+TEST(HostIdRangeTest, ParsesFirstLastAndRefusesTheRest) {
+    auto range = parse_host_id_range("200000-200099");
+    ASSERT_TRUE(range.has_value());
+    EXPECT_EQ(range->first, 200000U);
+    EXPECT_EQ(range->count, 100U);
+    auto fallback = parse_host_id_range("");
+    ASSERT_TRUE(fallback.has_value());
+    EXPECT_EQ(fallback->first, kSessionHostIdFirst);
+    EXPECT_EQ(fallback->count, kSessionHostIdCount);
+    for (const char* bad : {"0-10", "10", "20-10", "a-b", "1-4294967295", "-5"}) {
+        auto r = parse_host_id_range(bad);
+        ASSERT_FALSE(r.has_value()) << bad;
+        EXPECT_NE(r.error().message.find("FIRST-LAST"), std::string::npos) << bad;
+    }
+}
+
 }  // namespace
 }  // namespace stockade::runner
