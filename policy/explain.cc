@@ -2,25 +2,17 @@
 
 #include <fmt/format.h>
 
-#include "policy/bash_analysis.h"
-#include "policy/tool_requests.h"
-
 namespace stockade::policy {
 
-Result<Explanation> explain_call(const Policy& policy, std::string_view tool,
-                                 const nlohmann::json& args, const RequestContext& ctx) {
-    ASSIGN_OR_RETURN(std::vector<CapabilityRequest> requests, tool_requests(tool, args, ctx));
-    Explanation out{.tool = std::string(tool),
-                    .preset = policy.preset(),
-                    .mode = policy.mode(),
-                    .visibility = policy.visibility(tool),
-                    .decision = policy.evaluate(requests)};
-    const bool runs_command =
-        tool == "bash" || (tool == "process" && args.value("action", "") == "start");
-    if (runs_command && args.contains("command") && args["command"].is_string()) {
-        out.warnings = destructive_warnings(args["command"].get<std::string>());
-    }
-    return out;
+Explanation explain_call(const Policy& policy, std::string_view tool,
+                         std::span<const CapabilityRequest> requests,
+                         std::vector<std::string> warnings) {
+    return Explanation{.tool = std::string(tool),
+                       .preset = policy.preset(),
+                       .mode = policy.mode(),
+                       .visibility = policy.visibility(tool),
+                       .decision = policy.evaluate(requests),
+                       .warnings = std::move(warnings)};
 }
 
 std::string describe_request(const CapabilityRequest& request) {

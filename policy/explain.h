@@ -3,6 +3,7 @@
 // tools and as text for people.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,9 +26,11 @@ struct Explanation {
     std::vector<std::string> warnings{};  // destructive patterns (bash, process start)
 };
 
-// tool_requests + Policy::evaluate + destructive_warnings for one call.
-Result<Explanation> explain_call(const Policy& policy, std::string_view tool,
-                                 const nlohmann::json& args, const RequestContext& ctx);
+// Policy::evaluate of a call's requests (what the tool's capabilities() said), with what the
+// tool warns of.
+Explanation explain_call(const Policy& policy, std::string_view tool,
+                         std::span<const CapabilityRequest> requests,
+                         std::vector<std::string> warnings);
 
 // What a request is about, for people: the path, the command, the host, the subcommand.
 std::string describe_request(const CapabilityRequest& request);

@@ -132,7 +132,7 @@ EventLog::EventLog(EventLog&& other) noexcept
       session_id_(std::move(other.session_id_)),
       next_seq_(other.next_seq_) {}
 
-void EventLog::append(std::string_view type, nlohmann::json fields, bool durable) {
+void EventLog::record(std::string_view type, nlohmann::json fields, bool durable) {
     nlohmann::json event = nlohmann::json::object();
     std::lock_guard lock(mutex_);
     event["v"] = kEventSchemaVersion;

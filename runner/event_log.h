@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/event_sink.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 
@@ -18,7 +19,7 @@ namespace stockade::runner {
 
 inline constexpr int kEventSchemaVersion = 1;
 
-class EventLog {
+class EventLog final : public EventSink {
 public:
     // Opens (creating) the log for appending; sequence numbers continue after existing events.
     static Result<EventLog> open(const std::string& path, std::string session_id);
@@ -31,11 +32,11 @@ public:
     EventLog& operator=(EventLog&&) = delete;
     EventLog(const EventLog&) = delete;
     EventLog& operator=(const EventLog&) = delete;
-    ~EventLog() = default;
+    ~EventLog() override = default;
 
     // Appends one event. Thread-safe. Failures are logged, never thrown: the audit record must
     // not take a tool call down with it.
-    void append(std::string_view type, nlohmann::json fields, bool durable);
+    void record(std::string_view type, nlohmann::json fields, bool durable) override;
 
     // Every well-formed event of a log, in order, and how many lines were unreadable.
     struct Replay {

@@ -12,6 +12,7 @@
 #include "runner/git_index.h"
 #include "runner/policy_enforcement.h"
 #include "runner/run_command.h"
+#include "tools/tool.h"
 
 namespace stockade::runner {
 
@@ -105,14 +106,25 @@ int policy_explain_command(const PolicyExplainOptions& options) {
     for (const auto& warning : warnings) {
         fmt::print(stderr, "warning: {}\n", warning);
     }
-    // As `serve` with the default --network none would analyse the call.
-    auto explained =
-        policy::explain_call(*loaded, options.tool, args,
-                             session_request_context(*ws, session_network(*loaded, "none")));
-    if (!explained) {
-        fmt::print(stderr, "stockade policy explain: {}\n", explained.error().message);
+    const tools::ToolRegistry registry;
+    const tools::Tool* tool = registry.find(options.tool);
+    if (tool == nullptr) {
+        fmt::print(stderr,
+                   "stockade policy explain: no tool \"{}\": read, write, edit, grep, "
+                   "glob, bash or process\n",
+                   options.tool);
         return kExitUsage;
     }
+    auto call = tool->parse(args);
+    if (!call) {
+        fmt::print(stderr, "stockade policy explain: {}\n", call.error().message);
+        return kExitUsage;
+    }
+    // As `serve` with the default --network none would analyse the call.
+    const auto requests =
+        (*call)->capabilities(session_request_context(*ws, session_network(*loaded, "none")));
+    const std::optional<policy::Explanation> explained =
+        policy::explain_call(*loaded, options.tool, requests, (*call)->warnings());
     if (options.json) {
         fmt::print("{}\n", policy::explain_json(*explained)
                                .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -174,10 +174,10 @@ private:
 };
 
 ProcessManagerImpl::ProcessManagerImpl(workspace::Workspace& spawner, ProcessManagerConfig config,
-                                       ProcessEventFn events)
+                                       EventSink* events)
     : spawner_(spawner),
       config_(std::move(config)),
-      events_(std::move(events)),
+      events_(events),
       next_public_(std::max(config_.first_id, 1)),
       reader_(std::make_unique<Reader>()) {}
 
@@ -332,15 +332,20 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
             order_.push_back(p->id);
         }
     }
-    if (events_) {
-        events_("ProcessStarted", {{"id", p->id},
-                                   {"pid", p->pid},
-                                   {"command", p->command},
-                                   {"cwd", p->cwd},
-                                   {"call", p->call_id},
-                                   {"log", p->log_path},
-                                   {"pty", p->pty},
-                                   {"background", !p->foreground}});
+    // A foreground command's start and end need no fsync of their own: its ToolCompleted is
+    // durable and follows within the call. (An adopted command's ProcessAdopted is durable,
+    // and so is its end.)
+    if (events_ != nullptr) {
+        events_->record("ProcessStarted",
+                        {{"id", p->id},
+                         {"pid", p->pid},
+                         {"command", p->command},
+                         {"cwd", p->cwd},
+                         {"call", p->call_id},
+                         {"log", p->log_path},
+                         {"pty", p->pty},
+                         {"background", !p->foreground}},
+                        !p->foreground);
     }
     SPDLOG_LOGGER_DEBUG(log, "started {} pid={} pty={} command={}", p->id, p->pid, p->pty,
                         p->command);
@@ -565,8 +570,9 @@ void ProcessManagerImpl::on_status(Proc& p, std::optional<workspace::ExitReport>
     }
     SPDLOG_LOGGER_DEBUG(log::get("process"), "{} ended: {}", p.id,
                         wait_status ? exit_description(*wait_status) : std::string("worker lost"));
-    if (events_) {
-        events_("ProcessExited", std::move(fields));
+    if (events_ != nullptr) {
+        const bool durable = fields.value("background", true);
+        events_->record("ProcessExited", std::move(fields), durable);
     }
 }
 
@@ -955,8 +961,8 @@ Result<std::string> ProcessManagerImpl::adopt(const std::string& id) {
     procs_[public_id] = p;
     order_.push_back(public_id);
     lock.unlock();
-    if (events_) {
-        events_("ProcessAdopted", {{"id", public_id}, {"was", id}, {"pid", p->pid}});
+    if (events_ != nullptr) {
+        events_->record("ProcessAdopted", {{"id", public_id}, {"was", id}, {"pid", p->pid}}, true);
     }
     return public_id;
 }

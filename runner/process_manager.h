@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/event_sink.h"
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "runner/output_budget.h"
@@ -54,13 +55,10 @@ struct ProcessManagerConfig {
     OutputBudget* budget = nullptr;
 };
 
-// "ProcessStarted" / "ProcessExited" with their fields, for the event log.
-using ProcessEventFn = std::function<void(std::string_view type, nlohmann::json fields)>;
-
 class ProcessManagerImpl final : public tools::ProcessManager {
 public:
     ProcessManagerImpl(workspace::Workspace& spawner, ProcessManagerConfig config,
-                       ProcessEventFn events);
+                       EventSink* events);  // ProcessStarted/Exited/Adopted; may be null
     // Stops every process (stop_all) and the reader thread.
     ~ProcessManagerImpl() override;
     ProcessManagerImpl(const ProcessManagerImpl&) = delete;
@@ -128,7 +126,7 @@ private:
 
     workspace::Workspace& spawner_;
     const ProcessManagerConfig config_;
-    ProcessEventFn events_;
+    EventSink* events_;
 
     std::atomic<bool> log_dir_made_{false};
     UniqueFd log_dir_fd_;  // set once, before log_dir_made_ (with config_.log_parent_fd)

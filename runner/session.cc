@@ -18,12 +18,11 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "common/syscall.h"
-#include "policy/tool_requests.h"
 #include "runner/git_index.h"
 #include "runner/host_environment.h"
 #include "runner/host_ids.h"
+#include "runner/mcp/protocol.h"
 #include "runner/policy_enforcement.h"
-#include "runner/policy_gate.h"
 #include "tools/process_tools.h"
 #include "tools/text.h"
 
@@ -107,33 +106,6 @@ private:
     OutputBudget& budget_;
 };
 
-class Session::Events final : public tools::ToolEvents {
-public:
-    explicit Events(EventLog& log) : log_(log) {}
-    void file_read(const std::string& path, const std::string& sha256, uint64_t size,
-                   int64_t mtime_ns) override {
-        // Not fsync'd on its own: a read lost in a crash only means the agent reads again.
-        log_.append("FileRead",
-                    {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}},
-                    false);
-    }
-    void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
-                       int64_t mtime_ns, int additions, int deletions, bool created) override {
-        log_.append("FileModified",
-                    {{"path", path},
-                     {"sha256", sha256},
-                     {"size", size},
-                     {"mtime_ns", mtime_ns},
-                     {"additions", additions},
-                     {"deletions", deletions},
-                     {"created", created}},
-                    true);
-    }
-
-private:
-    EventLog& log_;
-};
-
 Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     char resolved[PATH_MAX];
     std::string ws = config.workspace.empty() ? "." : config.workspace;
@@ -154,7 +126,6 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     for (auto& warning : git_tracked_denials(*session->policy_, session->workspace_)) {
         policy_warnings.push_back(std::move(warning));
     }
-    session->ask_fallback_allow_ = config.policy.ask_fallback == "allow";
     session->structured_content_ = config.structured_content;
     for (const auto& warning : policy_warnings) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy: {}", warning);
@@ -235,11 +206,6 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                       session->paths_.tool_output_fd.get());
     session->spill_ = std::make_unique<Spill>(
         session->paths_.tool_output, session->paths_.tool_output_fd.get(), *session->budget_);
-    session->events_ = std::make_unique<Events>(*session->log_);
-    session->tools_ = tools::make_file_tools();
-    for (auto& tool : tools::make_process_tools()) {
-        session->tools_.push_back(std::move(tool));
-    }
     EventLog* raw_log = session->log_.get();
     // A later worker (a restart, after a crash or a kill) masks what the rules match then, not
     // the paths they matched at the start: a file that moved is protected under its new name.
@@ -256,10 +222,10 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                      .sandbox = sandbox,
                                                      .rederive = rederive},
                                         [raw_log](std::string_view type, nlohmann::json fields) {
-                                            raw_log->append(type, std::move(fields), true);
+                                            raw_log->record(type, std::move(fields), true);
                                         });
     int next_process = 1;
-    session->log_->append("PolicyLoaded",
+    session->log_->record("PolicyLoaded",
                           {{"preset", policy::preset_name(session->policy_->preset())},
                            {"mode", policy::mode_name(session->policy_->mode())},
                            {"rules", session->policy_->rules().size()},
@@ -270,9 +236,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                           false);
     if (!config.resume.empty()) {
         size_t restored = session->replay_stamps(next_process);
-        session->log_->append("SessionResumed", {{"stamps", restored}}, true);
+        session->log_->record("SessionResumed", {{"stamps", restored}}, true);
     } else {
-        session->log_->append("SessionStarted", {{"workspace", session->workspace_}}, true);
+        session->log_->record("SessionStarted", {{"workspace", session->workspace_}}, true);
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,
@@ -286,13 +252,26 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                            UINT64_MAX)
                     .value_or(kDefaultPids),
             .budget = session->budget_.get()},
-        [raw_log](std::string_view type, nlohmann::json fields) {
-            // A foreground command's start and end need no fsync of their own: its
-            // ToolCompleted is durable and follows within the call. (An adopted command's
-            // ProcessAdopted is durable, and so is its end.)
-            bool durable = fields.value("background", true);
-            raw_log->append(type, std::move(fields), durable);
-        });
+        session->log_.get());
+    session->executor_ = std::make_unique<Executor>(
+        ExecutorParts{.tools = session->tools_,
+                      .policy = *session->policy_,
+                      .grants = session->grants_,
+                      .events = *session->log_,
+                      .context = tools::ToolContext{.session_id = session->paths_.id,
+                                                    .ws = session->worker_.get(),
+                                                    .stamps = &session->stamps_,
+                                                    .locks = &session->locks_,
+                                                    .spill = session->spill_.get(),
+                                                    .events = session->log_.get(),
+                                                    .processes = session->processes_.get(),
+                                                    .protected_paths = &session->protected_},
+                      .where = session_request_context(session->workspace_, session->network_),
+                      .host_network = session->network_ == "host",
+                      .ask_fallback_allow = config.policy.ask_fallback == "allow",
+                      .session_note = [worker = session->worker_.get()] {
+                          return worker->take_loss_note();
+                      }});
     return session;
 }
 
@@ -303,7 +282,7 @@ Session::~Session() {
         worker_->stop();
     }
     if (log_) {
-        log_->append("SessionEnded", nlohmann::json::object(), true);
+        log_->record("SessionEnded", nlohmann::json::object(), true);
     }
 }
 
@@ -347,119 +326,30 @@ size_t Session::replay_stamps(int& next_process) {
 
 std::vector<mcp::ToolInfo> Session::list_tools() {
     std::vector<mcp::ToolInfo> out;
-    for (const auto& tool : tools_) {
+    for (const auto& tool : tools_.all()) {
         if (policy_->hidden(tool->name())) {
             continue;  // denied as a whole: the model is not shown what it cannot use
         }
-        tools::ToolAnnotations a = tool->annotations();
-        out.push_back(mcp::ToolInfo{
-            .name = std::string(tool->name()),
-            .title = std::string(tool->title()),
-            .description = std::string(tool->description()),
-            .input_schema = tool->input_schema(),
-            .output_schema = structured_content_ ? tool->output_schema() : nlohmann::json(nullptr),
-            .annotations = {.read_only_hint = a.read_only,
-                            .destructive_hint = a.destructive,
-                            .idempotent_hint = a.idempotent,
-                            .open_world_hint = a.open_world}});
+        out.push_back(mcp::tool_info(tool->spec(), structured_content_));
     }
     return out;
 }
 
 mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::json& arguments,
                                        const mcp::CallInfo& info) {
-    tools::Tool* tool = nullptr;
-    for (const auto& candidate : tools_) {
-        if (candidate->name() == name) {
-            tool = candidate.get();
-        }
-    }
-    if (tool == nullptr) {
+    const std::string call_id =
+        fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
+    ExecutedCall done = executor_->run(name, arguments, info, call_id);
+    if (done.unknown_tool) {
         return mcp::ToolCallResult{.text = "",
                                    .is_error = true,
                                    .meta = nullptr,
                                    .structured = nullptr,
                                    .unknown_tool = true};
     }
-    auto log = log::get("exec");
-    std::string call_id = fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
-    auto started = std::chrono::steady_clock::now();
-    // Durable (fsync'd) events are those that record a change: FileModified inside write and
-    // edit, and the completion of a tool that may change files. A read-only call's events reach
-    // the disk with the next fsync, which keeps an fsync off the path of every read.
-    const bool changes_files = !tool->annotations().read_only;
-    log_->append("ToolRequested", {{"call", call_id}, {"tool", name}, {"arguments", arguments}},
-                 false);
-
-    tools::ToolResult result;
-    std::string note;     // from the gate, for the model, after the tool's output
-    PathAliases aliases;  // from the gate: the paths of the call that are symlinks
-    tools::ToolContext ctx{.session_id = paths_.id,
-                           .call_id = call_id,
-                           .ws = worker_.get(),
-                           .stamps = &stamps_,
-                           .locks = &locks_,
-                           .spill = spill_.get(),
-                           .events = events_.get(),
-                           .processes = processes_.get(),
-                           .protected_paths = &protected_,
-                           .cancel = info.stop,
-                           .progress = info.progress};
-    if (auto valid = tools::validate_arguments(*tool, arguments); !valid) {
-        result.content = valid.error().message;
-        result.is_error = true;
-    } else if (auto refused = gate(name, arguments, info, call_id, note, aliases)) {
-        result = std::move(*refused);
-    } else {
-        if (policy_->has_file_rules()) {
-            ctx.may_read = [this, &name, &aliases](const std::string& path) {
-                return may_read(name, path, aliases);
-            };
-        }
-        log_->append("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
-        try {
-            result = tool->execute(arguments, ctx);
-        } catch (const std::exception& e) {
-            SPDLOG_LOGGER_ERROR(log, "tool threw session={} call={} tool={} what={}", paths_.id,
-                                call_id, name, e.what());
-            result.content = fmt::format(
-                "The {} tool failed inside Stockade ({}). This is a bug in "
-                "Stockade, not in your input; try a different approach.",
-                name, e.what());
-            result.is_error = true;
-        }
-    }
-    // Every result, refusals and repair prose included (they quote the model's arguments):
-    // bounded, and inert (no control character reaches the model).
-    tools::apply_backstop(result, ctx, name);
-    if (!note.empty()) {
-        result.content += "\n\n" + note;  // ours, short: after the backstop, never cut
-    }
-    if (const std::string lost = worker_->take_loss_note(); !lost.empty()) {
-        result.content += "\n\n" + lost;
-    }
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::steady_clock::now() - started)
-                  .count();
-    if (result.metadata.is_object() && !result.metadata.contains("duration_ms")) {
-        result.metadata["duration_ms"] = ms;  // a call refused before the tool ran
-    }
-    log_->append(result.is_error ? "ToolFailed" : "ToolCompleted",
-                 {{"call", call_id},
-                  {"tool", name},
-                  {"duration_ms", ms},
-                  {"is_error", result.is_error},
-                  {"content_bytes", result.content.size()},
-                  {"metadata", result.metadata}},
-                 changes_files);
-    // After a large file went through, hand the memory back: sessions idle most of the time.
-    if (result.content.size() > (size_t{1} << 20) || ms > 50) {
-        (void)::malloc_trim(0);
-    }
-    SPDLOG_LOGGER_INFO(log, "call done session={} call={} tool={} error={} dur_ms={}", paths_.id,
-                       call_id, name, result.is_error, ms);
+    tools::ToolResult& result = done.result;
     // An error result is its text alone: Gemini CLI hands the model the whole result of a
-    // failed call, _meta included (the event log above keeps the metadata).
+    // failed call, _meta included (the event log keeps the metadata).
     nlohmann::json meta;
     nlohmann::json structured;
     if (!result.is_error) {
@@ -473,176 +363,6 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                                .meta = std::move(meta),
                                .structured = std::move(structured),
                                .unknown_tool = false};
-}
-
-std::optional<tools::ToolResult> Session::gate(const std::string& name,
-                                               const nlohmann::json& arguments,
-                                               const mcp::CallInfo& info,
-                                               const std::string& call_id, std::string& note,
-                                               PathAliases& aliases) {
-    const bool sandbox_network = network_ == "host";
-    auto requests =
-        policy::tool_requests(name, arguments, session_request_context(workspace_, network_));
-    auto refusal = [&](std::string text, const policy::CallDecision* decision) {
-        tools::ToolResult r;
-        r.content = std::move(text);
-        r.is_error = true;
-        nlohmann::json meta = {{"decision", "deny"}};
-        if (decision != nullptr) {
-            meta["decision"] = policy::decision_name(decision->decision);
-            if (const auto* o = decision->deciding_outcome(); o != nullptr && o->rule) {
-                meta["rule"] = o->rule->text;
-                meta["origin"] = o->rule->origin;
-            }
-        }
-        r.metadata = {{"title", fmt::format("{} refused by policy", name)}, {"policy", meta}};
-        return r;
-    };
-    if (!requests) {
-        return refusal(requests.error().message, nullptr);
-    }
-    aliases = add_real_paths(name, *requests);
-    {
-        std::lock_guard lock(grants_mu_);
-        std::erase_if(*requests, [&](const policy::CapabilityRequest& r) {
-            return grants_.contains(grant_key(r));
-        });
-    }
-    policy::CallDecision decision = policy_->evaluate(*requests);
-    nlohmann::json decided = {
-        {"call", call_id}, {"tool", name}, {"decision", policy::decision_name(decision.decision)}};
-    if (const auto* o = decision.deciding_outcome()) {
-        decided["kind"] = policy::capability_kind_name(o->request.kind);
-        decided["reason"] = o->reason;
-        if (o->rule) {
-            decided["rule"] = o->rule->text;
-            decided["origin"] = o->rule->origin;
-            decided["layer"] = policy::layer_name(o->rule->layer);
-        }
-    }
-    log_->append("ToolDecided", std::move(decided), decision.decision == policy::Decision::kDeny);
-
-    note = network_note(decision, sandbox_network);
-    switch (decision.decision) {
-        case policy::Decision::kAllow:
-            return std::nullopt;
-        case policy::Decision::kDeny:
-            return refusal(
-                denial_text(decision, policy_->preset(), policy_->mode(), sandbox_network),
-                &decision);
-        case policy::Decision::kAsk:
-            break;
-    }
-    if (!info.elicit) {
-        // Nobody can be asked: the operator's --ask-fallback decides (deny unless told).
-        log_->append("ToolAnswered",
-                     {{"call", call_id},
-                      {"tool", name},
-                      {"action", "fallback"},
-                      {"decision", ask_fallback_allow_ ? "allow" : "deny"}},
-                     true);
-        if (ask_fallback_allow_) {
-            return std::nullopt;
-        }
-        return refusal(ask_unavailable_text(decision, policy_->preset(), sandbox_network),
-                       &decision);
-    }
-    AskPrompt prompt = ask_prompt(name, arguments, decision, policy_->preset());
-    log_->append("ToolAsked", {{"call", call_id}, {"tool", name}, {"message", prompt.message}},
-                 false);
-    auto answer = info.elicit(mcp::ElicitRequest{.message = prompt.message,
-                                                 .requested_schema = prompt.schema,
-                                                 .timeout = std::chrono::minutes(10)});
-    if (!answer && info.stop.stop_requested()) {
-        // Cancelled, or (2026-07-28) the question went back to the client, which will retry
-        // the call with the answer: nothing was answered yet.
-        return refusal(declined_text(decision, "cancel"), &decision);
-    }
-    std::string action = answer ? answer->action : std::string("error");
-    std::string choice;
-    if (answer && answer->action == "accept" && answer->content.is_object()) {
-        choice = answer->content.value("decision", "");
-    }
-    log_->append("ToolAnswered",
-                 {{"call", call_id},
-                  {"tool", name},
-                  {"action", action},
-                  {"decision", choice},
-                  {"error", answer ? std::string() : answer.error().message}},
-                 true);
-    if (choice == "once" || choice == "session") {
-        if (choice == "session") {
-            std::lock_guard lock(grants_mu_);
-            for (const auto& outcome : decision.outcomes) {
-                if (outcome.decision == policy::Decision::kAsk) {
-                    grants_.insert(grant_key(outcome.request));
-                }
-            }
-        }
-        return std::nullopt;
-    }
-    return refusal(declined_text(decision, choice == "deny" ? "deny" : action), &decision);
-}
-
-Session::PathAliases Session::add_real_paths(const std::string& tool,
-                                             std::vector<policy::CapabilityRequest>& requests) {
-    static constexpr std::array<std::string_view, 5> kFileTools = {"read", "write", "edit", "grep",
-                                                                   "glob"};
-    PathAliases aliases;
-    if (std::find(kFileTools.begin(), kFileTools.end(), tool) == kFileTools.end() ||
-        !policy_->has_file_rules()) {
-        return aliases;
-    }
-    const size_t given = requests.size();
-    for (size_t i = 0; i < given; ++i) {
-        const policy::CapabilityRequest& request = requests[i];
-        if (request.kind != policy::CapabilityKind::kFileRead &&
-            request.kind != policy::CapabilityKind::kFileWrite) {
-            continue;
-        }
-        std::string relative;
-        if (request.path.starts_with(workspace_ + "/")) {
-            relative = request.path.substr(workspace_.size() + 1);
-        } else if (request.path != workspace_) {
-            continue;  // a symlink cannot lead out of the workspace: no other root to resolve
-        }
-        // Where the name leads in the worker's view; if the worker cannot say, the tool's own
-        // access meets the same resolution and fails the same way.
-        auto real = worker_->real_path(workspace::Root::kWorkspace, relative);
-        if (!real || real->path == relative) {
-            continue;
-        }
-        policy::CapabilityRequest through = request;
-        through.path = real->path.empty() ? workspace_ : workspace_ + "/" + real->path;
-        through.reason = fmt::format("{} leads there through a symlink", request.path);
-        aliases.emplace_back(request.path, through.path);
-        requests.push_back(std::move(through));
-    }
-    return aliases;
-}
-
-bool Session::may_read(const std::string& tool, const std::string& path,
-                       const PathAliases& aliases) {
-    auto allowed = [&](const std::string& p) {
-        const policy::CapabilityRequest request{
-            .kind = policy::CapabilityKind::kFileRead, .tool = tool, .path = p};
-        const policy::RequestOutcome outcome = policy_->evaluate_one(request);
-        if (outcome.decision == policy::Decision::kAllow) {
-            return true;
-        }
-        std::lock_guard lock(grants_mu_);
-        return outcome.decision == policy::Decision::kAsk && grants_.contains(grant_key(request));
-    };
-    if (!allowed(path)) {
-        return false;
-    }
-    // Found beneath a search root that is a symlink: the file's own path is beneath its target.
-    for (const auto& [given, real] : aliases) {
-        if (path.starts_with(given + "/") && !allowed(real + path.substr(given.size()))) {
-            return false;
-        }
-    }
-    return true;
 }
 
 mcp::ToolCallResult Session::call(const std::string& name, const nlohmann::json& arguments,

@@ -1,7 +1,7 @@
 // A session: one agent's work on one workspace. Owns the sandboxed worker, the file stamps,
-// the per-file locks, the spill store and the event log, and runs tool calls through the path
-// of DESIGN.md §3: parse → (policy: a later issue) → run → truncate/spill → record.
-// It is the MCP server's ToolHost.
+// the per-file locks, the grants, the spill store and the event log, and hands each tool call
+// to its Executor (runner/executor.h: the path of DESIGN.md §3). It is the MCP server's
+// ToolHost: it frames the executor's result for MCP.
 #pragma once
 
 #include <memory>
@@ -14,6 +14,7 @@
 
 #include "common/result.h"
 #include "runner/event_log.h"
+#include "runner/executor.h"
 #include "runner/host_environment.h"
 #include "runner/host_ids.h"
 #include "runner/mcp/tool_host.h"
@@ -72,28 +73,10 @@ public:
 
 private:
     class Spill;
-    class Events;
     Session() = default;
     // Rebuilds the file stamps from FileRead/FileModified events of a resumed session, and
     // finds the next free process number.
     size_t replay_stamps(int& next_process);
-    // Steps 2–4 of a call: its capability requests, the policy's decision, and an ask put to
-    // the user when the client can elicit. nullopt: run the call; else the refusal to return.
-    // `note`: what the model must also be told when the call runs (network_note).
-    // `aliases`: the call's paths that lead elsewhere through a symlink, with where.
-    using PathAliases = std::vector<std::pair<std::string, std::string>>;
-    std::optional<tools::ToolResult> gate(const std::string& name, const nlohmann::json& arguments,
-                                          const mcp::CallInfo& info, const std::string& call_id,
-                                          std::string& note, PathAliases& aliases);
-
-    // Step 2 of a file tool's call when rules name files: the requests for the paths its
-    // names reach through symlinks, so that a rule holds for a file under any name. Returns
-    // those paths (given, real).
-    PathAliases add_real_paths(const std::string& tool,
-                               std::vector<policy::CapabilityRequest>& requests);
-    // Whether a file a search found may be shown (ToolContext::may_read), under its own path
-    // and, found beneath a symlinked search root, under the path it has beneath the target.
-    bool may_read(const std::string& tool, const std::string& path, const PathAliases& aliases);
 
     std::string workspace_;
     std::string network_;  // the sandbox's: "none" (its own loopback only) or "host"
@@ -107,15 +90,13 @@ private:
     std::unique_ptr<SessionWorker> worker_;
     std::unique_ptr<ProcessManagerImpl> processes_;  // declared after worker_: stops first
     std::unique_ptr<Spill> spill_;
-    std::unique_ptr<Events> events_;
     tools::FileStamps stamps_;
     tools::FileLocks locks_;
-    std::vector<std::unique_ptr<tools::Tool>> tools_;
+    tools::ToolRegistry tools_;
     std::unique_ptr<policy::Policy> policy_;
-    bool ask_fallback_allow_ = false;  // --ask-fallback allow
+    SessionGrants grants_;  // asks answered "for the session"
     bool structured_content_ = false;
-    std::mutex grants_mu_;
-    std::set<std::string> grants_;  // guarded by grants_mu_: asks answered "for the session"
+    std::unique_ptr<Executor> executor_;  // last: it refers to every part above
 };
 
 }  // namespace stockade::runner

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "policy/bash_analysis.h"
+#include "policy/requests.h"
 #include "tools/process_manager.h"
 #include "tools/process_output.h"
 #include "tools/process_tools.h"
@@ -63,12 +64,24 @@ std::string lower_first(std::string s) {
     return s;
 }
 
-class BashTool final : public Tool {
+struct BashArgs {
+    std::string command{};
+    std::optional<int64_t> timeout_ms{};
+    std::optional<std::string> workdir{};
+};
+
+class BashTool final : public TypedTool<BashArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "bash"; }
-    [[nodiscard]] std::string_view title() const override { return "Run command"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    BashTool()
+        : TypedTool(ToolSpec{.name = "bash",
+                             .title = "Run command",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints()}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -90,7 +103,7 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"command", of_type("string")},
                                 {"shell_kind", of_type("string")},
                                 {"cwd", of_type("string")},
@@ -112,11 +125,28 @@ public:
                                 {"spill_path", nullable("string")},
                                 {"log_path", nullable("string")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = false, .destructive = true, .idempotent = false, .open_world = true};
     }
 
-private:
+    [[nodiscard]] BashArgs read_args(const nlohmann::json& json) const override {
+        return BashArgs{.command = arg_string(json, "command"),
+                        .timeout_ms = opt_int(json, "timeout_ms"),
+                        .workdir = opt_string(json, "workdir")};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const BashArgs& args, const policy::RequestContext& where) const override {
+        policy::RequestContext at = where;
+        if (args.workdir && !trim(*args.workdir).empty()) {
+            at.cwd = policy::normalise_path(*args.workdir, policy::request_base(where));
+        }
+        return policy::bash_requests(args.command, at, "bash");
+    }
+
+    [[nodiscard]] std::vector<std::string> warnings(const BashArgs& args) const override {
+        return policy::destructive_warnings(args.command);
+    }
     // What every path through run() shares.
     struct Call {
         std::string command;
@@ -128,16 +158,16 @@ private:
         nlohmann::json meta;
     };
 
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
+    ToolResult run(const BashArgs& args, ToolContext& ctx) const override {
         Call call;
-        call.command = arg_string(args, "command");
+        call.command = args.command;
         if (trim(call.command).empty()) {
             return error_result(
                 "command is empty. Give the shell command to run, e.g. \"npm test\".");
         }
         call.short_command = one_line(call.command, 50);
         bool clamped = false;
-        if (const std::optional<int64_t> t = opt_int(args, "timeout_ms")) {
+        if (const std::optional<int64_t> t = args.timeout_ms) {
             if (*t <= 0) {
                 return error_result(invalid_input(
                     fmt::format("parameter \"timeout_ms\" must be a positive number of "
@@ -151,7 +181,7 @@ private:
             return error_result("bash is not available in this session (no process manager).");
         }
         call.dir = workspace_root(ctx);
-        if (const std::optional<std::string> workdir = opt_string(args, "workdir");
+        if (const std::optional<std::string>& workdir = args.workdir;
             workdir && !trim(*workdir).empty()) {
             Result<workspace::ResolvedPath> dir = resolve_workdir(ctx, *workdir);
             if (!dir) {

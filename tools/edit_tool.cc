@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/requests.h"
 #include "tools/diff.h"
 #include "tools/edit_cascade.h"
 #include "tools/file_locks.h"
@@ -189,12 +190,26 @@ std::string snippet(const std::string& bytes, size_t first_line, size_t last_lin
     return out;
 }
 
-class EditTool final : public Tool {
+struct EditArgs {
+    std::string file_path{};
+    std::string old_string{};
+    std::string new_string{};
+    bool replace_all = false;
+};
+
+class EditTool final : public TypedTool<EditArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "edit"; }
-    [[nodiscard]] std::string_view title() const override { return "Edit file"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    EditTool()
+        : TypedTool(ToolSpec{.name = "edit",
+                             .title = "Edit file",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints(),
+                             .opens_files = true}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -220,7 +235,7 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"path", of_type("string")},
                                 {"diff", of_type("string")},
                                 {"additions", of_type("integer")},
@@ -229,21 +244,31 @@ public:
                                 {"replacements", of_type("integer")},
                                 {"reindented", of_type("boolean")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = false, .destructive = true, .idempotent = false, .open_world = false};
     }
 
-private:
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
+    [[nodiscard]] EditArgs read_args(const nlohmann::json& json) const override {
+        return EditArgs{.file_path = arg_string(json, "file_path"),
+                        .old_string = arg_string(json, "old_string"),
+                        .new_string = arg_string(json, "new_string"),
+                        .replace_all = opt_bool(json, "replace_all", false)};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const EditArgs& args, const policy::RequestContext& where) const override {
+        return policy::file_write_requests("edit", args.file_path, where);
+    }
+    ToolResult run(const EditArgs& args, ToolContext& ctx) const override {
         Result<workspace::ResolvedPath> resolved =
-            resolve_writable_path(ctx, arg_string(args, "file_path"), "edit");
+            resolve_writable_path(ctx, args.file_path, "edit");
         if (!resolved) {
             return error_result(resolved.error().message);
         }
         const workspace::ResolvedPath& path = *resolved;
-        const std::string old_string = arg_string(args, "old_string");
-        const std::string new_string = arg_string(args, "new_string");
-        const bool replace_all = opt_bool(args, "replace_all", false);
+        const std::string& old_string = args.old_string;
+        const std::string& new_string = args.new_string;
+        const bool replace_all = args.replace_all;
 
         const FileLocks::Guard guard = ctx.locks->lock(path.display);
         Result<workspace::FileInfo> info = ctx.ws->stat(path.root, path.relative);
@@ -284,26 +309,11 @@ private:
             return error_result(failure_message(*failure, path.display, replace_all), meta);
         }
         auto& applied = std::get<EditApplied>(outcome);
-        if (ctx.cancel.stop_requested()) {
-            return error_result(std::string(kCancelledText));
+        Result<Committed> committed = commit_file(ctx, path, *current, applied.content, false);
+        if (!committed) {
+            return error_result(committed.error().message);
         }
-
-        const DiffResult diff = unified_diff(*current, applied.content, path.relative);
-        workspace::WriteRequest req;
-        req.root = path.root;
-        req.path = path.relative;
-        req.bytes = applied.content;
-        req.make_parents = false;
-        Result<workspace::WriteOutcome> written = ctx.ws->write(req);
-        if (!written) {
-            return error_result(io_failure("write", path.display, written.error()));
-        }
-        const FileStamp s =
-            ctx.stamps->stamp(path.display, applied.content, written->info.mtime_ns);
-        if (ctx.events != nullptr) {
-            ctx.events->file_modified(path.display, s.sha256, s.size, s.mtime_ns, diff.additions,
-                                      diff.deletions, false);
-        }
+        const DiffResult& diff = committed->diff;
 
         std::string how;
         if (applied.strategy == Strategy::kMultiOccurrence) {

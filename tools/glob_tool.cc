@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/requests.h"
 #include "tools/file_tools.h"
 #include "tools/similar.h"
 #include "tools/text.h"
@@ -89,12 +90,44 @@ std::string file_extension(std::string_view path) {
     return std::string(name.substr(dot + 1));
 }
 
-class GlobTool final : public Tool {
+struct GlobArgs {
+    std::string pattern{};
+    std::optional<std::string> path{};
+};
+
+// The directories a glob pattern starts with before its first wildcard ("src/lib/**/*.h" →
+// "src/lib"): the narrowest directory the search can reach, for the policy.
+std::string_view literal_directories(std::string_view pattern) {
+    size_t end = 0;
+    size_t start = 0;
+    while (true) {
+        const size_t slash = pattern.find('/', start);
+        if (slash == std::string_view::npos) {
+            break;
+        }
+        const std::string_view part = pattern.substr(start, slash - start);
+        if (part.find_first_of("*?[{\\") != std::string_view::npos) {
+            break;
+        }
+        end = slash;
+        start = slash + 1;
+    }
+    return pattern.substr(0, end);
+}
+
+class GlobTool final : public TypedTool<GlobArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "glob"; }
-    [[nodiscard]] std::string_view title() const override { return "Find files"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    GlobTool()
+        : TypedTool(ToolSpec{.name = "glob",
+                             .title = "Find files",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints(),
+                             .opens_files = true}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -110,14 +143,26 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"path", of_type("string")}, {"files", of_type("integer")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }
 
-private:
+    [[nodiscard]] GlobArgs read_args(const nlohmann::json& json) const override {
+        return GlobArgs{.pattern = arg_string(json, "pattern"), .path = opt_string(json, "path")};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const GlobArgs& args, const policy::RequestContext& where) const override {
+        std::string dir =
+            policy::normalise_path(args.path.value_or(""), policy::request_base(where));
+        if (!args.pattern.starts_with('/')) {
+            dir = policy::normalise_path(literal_directories(args.pattern), dir);
+        }
+        return {policy::file_read_request("glob", dir, where, true)};
+    }
     // rg --files under `dir`, filtered by `glob` when given; paths as the model sees them.
     static Result<workspace::RgOutcome> list_files(ToolContext& ctx,
                                                    const workspace::ResolvedPath& dir,
@@ -169,14 +214,14 @@ private:
         return paths;
     }
 
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        std::string pattern = arg_string(args, "pattern");
+    ToolResult run(const GlobArgs& args, ToolContext& ctx) const override {
+        std::string pattern = args.pattern;
         if (pattern.empty()) {
             return error_result(
                 R"(pattern is empty. Give a glob such as "**/*.ts" or "src/**/config.*".)");
         }
         workspace::ResolvedPath dir = workspace_root(ctx);
-        if (auto p = opt_string(args, "path"); p && !p->empty()) {
+        if (const auto& p = args.path; p && !p->empty()) {
             Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, *p);
             if (!resolved) {
                 return error_result(resolved.error().message);

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/requests.h"
 #include "tools/file_tools.h"
 #include "tools/text.h"
 #include "tools/tool_support.h"
@@ -223,12 +224,25 @@ std::string most_common(const std::vector<std::string>& texts, std::string_view 
     return best;
 }
 
-class GrepTool final : public Tool {
+struct GrepArgs {
+    std::string pattern{};
+    std::optional<std::string> path{};
+    std::optional<std::string> include{};
+};
+
+class GrepTool final : public TypedTool<GrepArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "grep"; }
-    [[nodiscard]] std::string_view title() const override { return "Search file contents"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    GrepTool()
+        : TypedTool(ToolSpec{.name = "grep",
+                             .title = "Search file contents",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints(),
+                             .opens_files = true}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -248,16 +262,25 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"path", of_type("string")},
                                 {"matches", of_type("integer")},
                                 {"files", of_type("integer")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }
 
-private:
+    [[nodiscard]] GrepArgs read_args(const nlohmann::json& json) const override {
+        return GrepArgs{.pattern = arg_string(json, "pattern"),
+                        .path = opt_string(json, "path"),
+                        .include = opt_string(json, "include")};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const GrepArgs& args, const policy::RequestContext& where) const override {
+        return {policy::file_read_request("grep", args.path.value_or(""), where, true)};
+    }
     struct Scope {
         workspace::ResolvedPath path;
         std::optional<std::string> include;
@@ -288,16 +311,16 @@ private:
         return ctx.ws->run_rg(req);
     }
 
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        const std::string pattern = arg_string(args, "pattern");
+    ToolResult run(const GrepArgs& args, ToolContext& ctx) const override {
+        const std::string& pattern = args.pattern;
         if (pattern.empty()) {
             return error_result("pattern is empty. Give a regular expression to search for.");
         }
-        Scope scope{.path = workspace_root(ctx), .include = opt_string(args, "include")};
+        Scope scope{.path = workspace_root(ctx), .include = args.include};
         if (scope.include && scope.include->empty()) {
             scope.include.reset();
         }
-        if (auto p = opt_string(args, "path"); p && !p->empty()) {
+        if (const auto& p = args.path; p && !p->empty()) {
             Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, *p);
             if (!resolved) {
                 return error_result(resolved.error().message);

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/bash_analysis.h"
+#include "policy/requests.h"
 #include "tools/process_manager.h"
 #include "tools/process_output.h"
 #include "tools/process_tools.h"
@@ -137,12 +139,26 @@ std::string more_note(const OutputPage& page, bool by_offset, const ProcessInfo&
         info.log_path);
 }
 
-class ProcessTool final : public Tool {
+struct ProcessArgs {
+    std::string action{};
+    std::optional<std::string> command{};
+    std::optional<std::string> id{};
+    std::optional<std::string> input{};
+    std::optional<int64_t> offset{};
+};
+
+class ProcessTool final : public TypedTool<ProcessArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "process"; }
-    [[nodiscard]] std::string_view title() const override { return "Manage background processes"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    ProcessTool()
+        : TypedTool(ToolSpec{.name = "process",
+                             .title = "Manage background processes",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints()}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -173,7 +189,7 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"action", of_type("string")},
                                 {"process_id", nullable("string")},
                                 {"status", nullable("string")},
@@ -190,13 +206,34 @@ public:
                                 {"bytes_sent", of_type("integer")},
                                 {"processes", of_type("array")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = false, .destructive = true, .idempotent = false, .open_world = true};
     }
 
-private:
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        const std::string action = arg_string(args, "action");
+    [[nodiscard]] ProcessArgs read_args(const nlohmann::json& json) const override {
+        return ProcessArgs{.action = arg_string(json, "action"),
+                           .command = opt_string(json, "command"),
+                           .id = opt_string(json, "id"),
+                           .input = opt_string(json, "input"),
+                           .offset = opt_int(json, "offset")};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const ProcessArgs& args, const policy::RequestContext& where) const override {
+        if (args.action == "start") {
+            return policy::bash_requests(args.command.value_or(""), where, "process");
+        }
+        // Every other action needs nothing but the tool: only whole-tool Process rules match.
+        return {policy::CapabilityRequest{
+            .kind = policy::CapabilityKind::kTool, .tool = "process", .command = args.action}};
+    }
+
+    [[nodiscard]] std::vector<std::string> warnings(const ProcessArgs& args) const override {
+        return args.action == "start" && args.command ? policy::destructive_warnings(*args.command)
+                                                      : std::vector<std::string>{};
+    }
+    ToolResult run(const ProcessArgs& args, ToolContext& ctx) const override {
+        const std::string& action = args.action;
         if (ctx.processes == nullptr) {
             return error_result("process is not available in this session (no process manager).");
         }
@@ -206,7 +243,7 @@ private:
         if (action == "list") {
             return list(ctx);
         }
-        const std::optional<std::string> id = opt_string(args, "id");
+        const std::optional<std::string>& id = args.id;
         if (!id || trim(*id).empty()) {
             return error_result(invalid_input(
                 fmt::format(R"(parameter "id" is required for action "{}")", action)));
@@ -280,9 +317,9 @@ private:
         return Error{Errc::kNotFound, std::move(msg)};
     }
 
-    static ToolResult start(ToolContext& ctx, const nlohmann::json& args) {
+    static ToolResult start(ToolContext& ctx, const ProcessArgs& args) {
         nlohmann::json meta = base_meta("start");
-        const std::optional<std::string> command = opt_string(args, "command");
+        const std::optional<std::string>& command = args.command;
         if (!command) {
             return error_result(invalid_input("parameter \"command\" is required for action "
                                               "\"start\""),
@@ -488,12 +525,12 @@ private:
         return r;
     }
 
-    static ToolResult read(ToolContext& ctx, const nlohmann::json& args, const ProcessInfo& info,
+    static ToolResult read(ToolContext& ctx, const ProcessArgs& args, const ProcessInfo& info,
                            nlohmann::json meta) {
         ProcessManager& pm = *ctx.processes;
         const std::string& id = info.id;
         describe(meta, info);
-        const std::optional<int64_t> offset = opt_int(args, "offset");
+        const std::optional<int64_t> offset = args.offset;
         uint64_t from = 0;
         if (offset) {
             if (*offset < 1) {
@@ -575,12 +612,12 @@ private:
         return r;
     }
 
-    static ToolResult write(ToolContext& ctx, const nlohmann::json& args, const ProcessInfo& info,
+    static ToolResult write(ToolContext& ctx, const ProcessArgs& args, const ProcessInfo& info,
                             nlohmann::json meta) {
         ProcessManager& pm = *ctx.processes;
         const std::string& id = info.id;
         describe(meta, info);
-        const std::optional<std::string> input = opt_string(args, "input");
+        const std::optional<std::string>& input = args.input;
         if (!input) {
             return error_result(
                 invalid_input(R"(parameter "input" is required for action "write")"),

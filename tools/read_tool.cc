@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "policy/requests.h"
 #include "tools/binary_sniff.h"
 #include "tools/file_stamps.h"
 #include "tools/file_tools.h"
@@ -78,12 +79,25 @@ std::string join_path(std::string_view dir, std::string_view name) {
     return dir.empty() ? std::string(name) : fmt::format("{}/{}", dir, name);
 }
 
-class ReadTool final : public Tool {
+struct ReadArgs {
+    std::string file_path{};
+    std::optional<int64_t> offset{};
+    std::optional<int64_t> limit{};
+};
+
+class ReadTool final : public TypedTool<ReadArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "read"; }
-    [[nodiscard]] std::string_view title() const override { return "Read file"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    ReadTool()
+        : TypedTool(ToolSpec{.name = "read",
+                             .title = "Read file",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints(),
+                             .opens_files = true}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -104,7 +118,7 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"path", of_type("string")},
                                 {"lines", of_type("integer")},
                                 {"first_line", of_type("integer")},
@@ -113,21 +127,29 @@ public:
                                 {"entries", of_type("integer")},
                                 {"binary", of_type("boolean")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = true, .destructive = false, .idempotent = true, .open_world = false};
     }
 
-private:
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
-        Result<workspace::ResolvedPath> resolved =
-            resolve_tool_path(ctx, arg_string(args, "file_path"));
+    [[nodiscard]] ReadArgs read_args(const nlohmann::json& json) const override {
+        return ReadArgs{.file_path = arg_string(json, "file_path"),
+                        .offset = opt_int(json, "offset"),
+                        .limit = opt_int(json, "limit")};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const ReadArgs& args, const policy::RequestContext& where) const override {
+        return {policy::file_read_request("read", args.file_path, where)};
+    }
+    ToolResult run(const ReadArgs& args, ToolContext& ctx) const override {
+        Result<workspace::ResolvedPath> resolved = resolve_tool_path(ctx, args.file_path);
         if (!resolved) {
             return error_result(resolved.error().message);
         }
         const workspace::ResolvedPath& path = *resolved;
         const std::string shown = listed_name(path.display);
-        const std::optional<int64_t> offset_arg = opt_int(args, "offset");
-        const std::optional<int64_t> limit_arg = opt_int(args, "limit");
+        const std::optional<int64_t> offset_arg = args.offset;
+        const std::optional<int64_t> limit_arg = args.limit;
         if (offset_arg && *offset_arg < 0) {
             return error_result(fmt::format(
                 "offset is {}, but it is a 1-based line number. Use offset=1 for the first line.",
@@ -278,10 +300,7 @@ private:
         if (ctx.stamps == nullptr) {
             return;
         }
-        const FileStamp s = ctx.stamps->stamp(path.display, bytes, info.mtime_ns);
-        if (ctx.events != nullptr) {
-            ctx.events->file_read(path.display, s.sha256, s.size, s.mtime_ns);
-        }
+        stamp_read(ctx, path, bytes, info.mtime_ns);
     }
 
     static ToolResult list_directory(ToolContext& ctx, const workspace::ResolvedPath& path) {

@@ -1,5 +1,5 @@
-// The file tools in tools/list order, argument validation against their schemas with the
-// seed's repair prose (TOOL_PROTOCOL §1.2), and the MCP tools/list entry of a tool.
+// The tools in tools/list order, and argument validation against their schemas with the seed's
+// repair prose (TOOL_PROTOCOL §1.2).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -77,11 +77,25 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 }  // namespace
 
-ToolResult Tool::execute(const nlohmann::json& args, ToolContext& ctx) {
+ToolResult timed(const std::function<ToolResult()>& run) {
     const Stopwatch clock;
-    ToolResult result = run(args, ctx);
+    ToolResult result = run();
     result.metadata["duration_ms"] = clock.ms();
     return result;
+}
+
+Result<std::unique_ptr<ToolCall>> Tool::parse(const nlohmann::json& args) const {
+    RETURN_IF_ERROR(validate_arguments(spec_, args));
+    static const nlohmann::json kEmpty = nlohmann::json::object();
+    return make_call(args.is_null() ? kEmpty : args);
+}
+
+ToolResult Tool::execute(const nlohmann::json& args, ToolContext& ctx) const {
+    Result<std::unique_ptr<ToolCall>> call = parse(args);
+    if (!call) {
+        return error_result(call.error().message);
+    }
+    return (*call)->execute(ctx);
 }
 
 std::vector<std::unique_ptr<Tool>> make_file_tools() {
@@ -94,6 +108,21 @@ std::vector<std::unique_ptr<Tool>> make_file_tools() {
     return tools;
 }
 
+ToolRegistry::ToolRegistry() : tools_(make_file_tools()) {
+    for (auto& tool : make_process_tools()) {
+        tools_.push_back(std::move(tool));
+    }
+}
+
+const Tool* ToolRegistry::find(std::string_view name) const {
+    for (const auto& tool : tools_) {
+        if (tool->name() == name) {
+            return tool.get();
+        }
+    }
+    return nullptr;
+}
+
 std::vector<std::unique_ptr<Tool>> make_process_tools() {
     std::vector<std::unique_ptr<Tool>> tools;
     tools.push_back(make_bash_tool());
@@ -101,15 +130,15 @@ std::vector<std::unique_ptr<Tool>> make_process_tools() {
     return tools;
 }
 
-Status validate_arguments(const Tool& tool, const nlohmann::json& args) {
+Status validate_arguments(const ToolSpec& spec, const nlohmann::json& args) {
     auto fail = [&](const std::string& what) {
         return Error{
             Errc::kInvalidArgument,
             fmt::format("Invalid input for tool \"{}\": {}. Please rewrite the input so it "
                         "satisfies the expected schema.",
-                        tool.name(), what)};
+                        spec.name, what)};
     };
-    const nlohmann::json schema = tool.input_schema();
+    const nlohmann::json& schema = spec.input_schema;
     const nlohmann::json props = schema.value("properties", nlohmann::json::object());
     const nlohmann::json empty = nlohmann::json::object();
     const nlohmann::json& input = args.is_null() ? empty : args;
@@ -157,21 +186,6 @@ Status validate_arguments(const Tool& tool, const nlohmann::json& args) {
         }
     }
     return {};
-}
-
-nlohmann::json mcp_tool_entry(const Tool& tool) {
-    const ToolAnnotations a = tool.annotations();
-    return {
-        {"name", tool.name()},
-        {"title", tool.title()},
-        {"description", tool.description()},
-        {"inputSchema", tool.input_schema()},
-        {"annotations",
-         {{"readOnlyHint", a.read_only},
-          {"destructiveHint", a.destructive},
-          {"idempotentHint", a.idempotent},
-          {"openWorldHint", a.open_world}}},
-    };
 }
 
 }  // namespace stockade::tools

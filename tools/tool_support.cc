@@ -535,6 +535,52 @@ std::string rg_unreadable_note(const workspace::RgOutcome& out) {
         with_thousands(paths), shown);
 }
 
+void stamp_read(ToolContext& ctx, const workspace::ResolvedPath& path, std::string_view bytes,
+                int64_t mtime_ns) {
+    const FileStamp s = ctx.stamps->stamp(path.display, bytes, mtime_ns);
+    if (ctx.events != nullptr) {
+        // Not fsync'd on its own: a read lost in a crash only means the agent reads again.
+        ctx.events->record("FileRead",
+                           {{"path", path.display},
+                            {"sha256", s.sha256},
+                            {"size", s.size},
+                            {"mtime_ns", s.mtime_ns}},
+                           false);
+    }
+}
+
+Result<Committed> commit_file(ToolContext& ctx, const workspace::ResolvedPath& path,
+                              std::string_view old_bytes, const std::string& new_bytes,
+                              bool created) {
+    if (ctx.cancel.stop_requested()) {
+        return Error{Errc::kCancelled, std::string(kCancelledText)};
+    }
+    Committed out;
+    out.diff = unified_diff(old_bytes, new_bytes, path.relative, {.created = created});
+    workspace::WriteRequest req;
+    req.root = path.root;
+    req.path = path.relative;
+    req.bytes = new_bytes;
+    req.make_parents = created;
+    Result<workspace::WriteOutcome> written = ctx.ws->write(req);
+    if (!written) {
+        return Error{written.error().code, io_failure("write", path.display, written.error())};
+    }
+    const FileStamp s = ctx.stamps->stamp(path.display, new_bytes, written->info.mtime_ns);
+    if (ctx.events != nullptr) {
+        ctx.events->record("FileModified",
+                           {{"path", path.display},
+                            {"sha256", s.sha256},
+                            {"size", s.size},
+                            {"mtime_ns", s.mtime_ns},
+                            {"additions", out.diff.additions},
+                            {"deletions", out.diff.deletions},
+                            {"created", created}},
+                           true);
+    }
+    return out;
+}
+
 bool may_read(const ToolContext& ctx, const std::string& display_path) {
     if (!ctx.may_read) {
         return true;

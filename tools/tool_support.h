@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "tools/diff.h"
 #include "tools/tool.h"
 #include "workspace/workspace.h"
 
@@ -91,6 +92,20 @@ std::string read_only_spill_message(ToolContext& ctx, const workspace::ResolvedP
 Result<std::string> read_unchanged_since_stamp(ToolContext& ctx,
                                                const workspace::ResolvedPath& path,
                                                std::string_view verb);
+
+// Stamps the bytes the agent read (the read-before-write rule) and records FileRead.
+void stamp_read(ToolContext& ctx, const workspace::ResolvedPath& path, std::string_view bytes,
+                int64_t mtime_ns);
+
+// What write and edit do once they know the new bytes: the diff against the old ones, the
+// atomic write, the new stamp, and the FileModified event (durable). Errors are the
+// model-facing sentence (a cancelled call, a failed write).
+struct Committed {
+    DiffResult diff{};
+};
+Result<Committed> commit_file(ToolContext& ctx, const workspace::ResolvedPath& path,
+                              std::string_view old_bytes, const std::string& new_bytes,
+                              bool created);
 
 // The path a write or edit may change: resolved, not in the read-only spill directory, in a
 // session with a file registry. The error's message is the model-facing text.

@@ -3,6 +3,7 @@
 // kept; the Workspace writes atomically and keeps the mode.
 #include <fmt/format.h>
 
+#include "policy/requests.h"
 #include "tools/diff.h"
 #include "tools/file_locks.h"
 #include "tools/file_stamps.h"
@@ -29,12 +30,24 @@ std::string conform(std::string_view content, const TextShape& old_shape) {
     return restore_shape(old_shape.crlf ? crlf_to_lf(content) : std::string(content), shape);
 }
 
-class WriteTool final : public Tool {
+struct WriteArgs {
+    std::string file_path{};
+    std::string content{};
+};
+
+class WriteTool final : public TypedTool<WriteArgs> {
 public:
-    [[nodiscard]] std::string_view name() const override { return "write"; }
-    [[nodiscard]] std::string_view title() const override { return "Write file"; }
-    [[nodiscard]] std::string_view description() const override { return kDescription; }
-    [[nodiscard]] nlohmann::json input_schema() const override {
+    WriteTool()
+        : TypedTool(ToolSpec{.name = "write",
+                             .title = "Write file",
+                             .description = std::string(kDescription),
+                             .input_schema = input_schema_json(),
+                             .output_schema = metadata_schema_json(),
+                             .annotations = hints(),
+                             .opens_files = true}) {}
+
+private:
+    static nlohmann::json input_schema_json() {
         return {
             {"type", "object"},
             {"properties",
@@ -49,7 +62,7 @@ public:
             {"additionalProperties", false},
         };
     }
-    [[nodiscard]] nlohmann::json output_schema() const override {
+    static nlohmann::json metadata_schema_json() {
         return metadata_schema({{"path", of_type("string")},
                                 {"diff", of_type("string")},
                                 {"additions", of_type("integer")},
@@ -57,19 +70,27 @@ public:
                                 {"created", of_type("boolean")},
                                 {"lines", of_type("integer")}});
     }
-    [[nodiscard]] ToolAnnotations annotations() const override {
+    static ToolAnnotations hints() {
         return {.read_only = false, .destructive = true, .idempotent = true, .open_world = false};
     }
 
-private:
-    ToolResult run(const nlohmann::json& args, ToolContext& ctx) override {
+    [[nodiscard]] WriteArgs read_args(const nlohmann::json& json) const override {
+        return WriteArgs{.file_path = arg_string(json, "file_path"),
+                         .content = arg_string(json, "content")};
+    }
+
+    [[nodiscard]] std::vector<policy::CapabilityRequest> capabilities(
+        const WriteArgs& args, const policy::RequestContext& where) const override {
+        return policy::file_write_requests("write", args.file_path, where);
+    }
+    ToolResult run(const WriteArgs& args, ToolContext& ctx) const override {
         Result<workspace::ResolvedPath> resolved =
-            resolve_writable_path(ctx, arg_string(args, "file_path"), "write");
+            resolve_writable_path(ctx, args.file_path, "write");
         if (!resolved) {
             return error_result(resolved.error().message);
         }
         const workspace::ResolvedPath& path = *resolved;
-        const std::string content = arg_string(args, "content");
+        const std::string& content = args.content;
 
         const FileLocks::Guard guard = ctx.locks->lock(path.display);
         std::string old_bytes;
@@ -100,24 +121,11 @@ private:
             return error_result(io_failure("write", path.display, info.error()));
         }
 
-        if (ctx.cancel.stop_requested()) {
-            return error_result(std::string(kCancelledText));
+        Result<Committed> committed = commit_file(ctx, path, old_bytes, new_bytes, !existed);
+        if (!committed) {
+            return error_result(committed.error().message);
         }
-        const DiffResult diff =
-            unified_diff(old_bytes, new_bytes, path.relative, {.created = !existed});
-        workspace::WriteRequest req;
-        req.root = path.root;
-        req.path = path.relative;
-        req.bytes = new_bytes;
-        Result<workspace::WriteOutcome> written = ctx.ws->write(req);
-        if (!written) {
-            return error_result(io_failure("write", path.display, written.error()));
-        }
-        const FileStamp s = ctx.stamps->stamp(path.display, new_bytes, written->info.mtime_ns);
-        if (ctx.events != nullptr) {
-            ctx.events->file_modified(path.display, s.sha256, s.size, s.mtime_ns, diff.additions,
-                                      diff.deletions, !existed);
-        }
+        const DiffResult& diff = committed->diff;
 
         const size_t new_lines = count_lines(new_bytes);
         ToolResult r;

@@ -99,4 +99,50 @@ std::variant<RequestProtocol, ProtocolError> resolve_protocol(const json& params
     return protocol;
 }
 
+nlohmann::json tool_json(const ToolInfo& tool) {
+    using nlohmann::json;
+    json schema = tool.input_schema.is_object() ? tool.input_schema : json::object();
+    if (!schema.contains("type")) {
+        schema["type"] = "object";
+    }
+    if (!schema.contains("additionalProperties")) {
+        schema["additionalProperties"] = false;
+    }
+    json entry = {
+        {"name", tool.name}, {"description", tool.description}, {"inputSchema", std::move(schema)}};
+    if (!tool.title.empty()) {
+        entry["title"] = tool.title;
+    }
+    if (tool.output_schema.is_object()) {
+        entry["outputSchema"] = tool.output_schema;
+    }
+    json hints = json::object();
+    const auto add_hint = [&hints](const char* key, const std::optional<bool>& value) {
+        if (value.has_value()) {
+            hints[key] = *value;
+        }
+    };
+    add_hint("readOnlyHint", tool.annotations.read_only_hint);
+    add_hint("destructiveHint", tool.annotations.destructive_hint);
+    add_hint("idempotentHint", tool.annotations.idempotent_hint);
+    add_hint("openWorldHint", tool.annotations.open_world_hint);
+    if (!hints.empty()) {
+        entry["annotations"] = std::move(hints);
+    }
+    return entry;
+}
+
+ToolInfo tool_info(const tools::ToolSpec& spec, bool output_schema) {
+    const tools::ToolAnnotations& a = spec.annotations;
+    return ToolInfo{.name = spec.name,
+                    .title = spec.title,
+                    .description = spec.description,
+                    .input_schema = spec.input_schema,
+                    .output_schema = output_schema ? spec.output_schema : nlohmann::json(nullptr),
+                    .annotations = {.read_only_hint = a.read_only,
+                                    .destructive_hint = a.destructive,
+                                    .idempotent_hint = a.idempotent,
+                                    .open_world_hint = a.open_world}};
+}
+
 }  // namespace stockade::mcp

@@ -18,6 +18,8 @@
 #include <nlohmann/json.hpp>
 
 #include "runner/mcp/jsonrpc.h"
+#include "runner/mcp/tool_host.h"
+#include "tools/tool.h"
 
 namespace stockade::mcp {
 
@@ -71,5 +73,14 @@ struct ProtocolError {
 // leniently under our latest legacy version: no legacy revision specifies an error for them.
 std::variant<RequestProtocol, ProtocolError> resolve_protocol(const nlohmann::json& params,
                                                               const LegacySession& session);
+
+// A tool's tools/list entry, the one serialiser of it: the schema gets the two properties the
+// MCP spec and DESIGN.md §8 require of every tool unless it sets them, and only the hints the
+// tool gives.
+nlohmann::json tool_json(const ToolInfo& tool);
+
+// The ToolInfo of one of our tools; its outputSchema only with `output_schema` (serve
+// --structured-content).
+ToolInfo tool_info(const tools::ToolSpec& spec, bool output_schema);
 
 }  // namespace stockade::mcp

@@ -66,40 +66,6 @@ json server_capabilities() {
     return {{"tools", {{"listChanged", false}}}};
 }
 
-// tools/list entry. The schema gets the two properties the MCP spec and DESIGN.md §8 require
-// of every tool, unless the host set them.
-json tool_json(const ToolInfo& tool) {
-    json schema = tool.input_schema.is_object() ? tool.input_schema : json::object();
-    if (!schema.contains("type")) {
-        schema["type"] = "object";
-    }
-    if (!schema.contains("additionalProperties")) {
-        schema["additionalProperties"] = false;
-    }
-    json entry = {
-        {"name", tool.name}, {"description", tool.description}, {"inputSchema", std::move(schema)}};
-    if (!tool.title.empty()) {
-        entry["title"] = tool.title;
-    }
-    if (tool.output_schema.is_object()) {
-        entry["outputSchema"] = tool.output_schema;
-    }
-    json hints = json::object();
-    const auto add_hint = [&hints](const char* key, const std::optional<bool>& value) {
-        if (value.has_value()) {
-            hints[key] = *value;
-        }
-    };
-    add_hint("readOnlyHint", tool.annotations.read_only_hint);
-    add_hint("destructiveHint", tool.annotations.destructive_hint);
-    add_hint("idempotentHint", tool.annotations.idempotent_hint);
-    add_hint("openWorldHint", tool.annotations.open_world_hint);
-    if (!hints.empty()) {
-        entry["annotations"] = std::move(hints);
-    }
-    return entry;
-}
-
 json text_result(std::string text, bool is_error) {
     return {{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})},
             {"isError", is_error}};

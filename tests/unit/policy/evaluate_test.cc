@@ -3,7 +3,7 @@
 
 #include "policy/bash_analysis.h"
 #include "policy/policy.h"
-#include "policy/tool_requests.h"
+#include "policy/requests.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::policy {
@@ -303,14 +303,17 @@ TEST(EvaluateTest, OpaqueCommandsNeedAnExactRule) {
 
 TEST(EvaluateTest, ProcessActions) {
     const Policy policy = project({}, {}, {"Process(npm run dev)"});
-    auto decide = [&](std::string_view action, std::string_view command) {
-        return policy.evaluate(process_requests(action, command, kCtx)).decision;
+    // What process's capabilities() give (tools/process_tool.cc): start is a command, every
+    // other action the tool itself.
+    auto start = [&](std::string_view command) {
+        return policy.evaluate(bash_requests(command, kCtx, "process")).decision;
     };
-    EXPECT_EQ(decide("start", "npm run dev"), Decision::kDeny);
-    EXPECT_EQ(decide("start", "npm run build"), Decision::kAllow);
-    EXPECT_EQ(decide("list", ""), Decision::kAllow);
-    EXPECT_EQ(project({}, {}, {"Process"}).evaluate(process_requests("read", "", kCtx)).decision,
-              Decision::kDeny);
+    const std::vector<CapabilityRequest> list = {
+        {.kind = CapabilityKind::kTool, .tool = "process", .command = "list"}};
+    EXPECT_EQ(start("npm run dev"), Decision::kDeny);
+    EXPECT_EQ(start("npm run build"), Decision::kAllow);
+    EXPECT_EQ(policy.evaluate(list).decision, Decision::kAllow);
+    EXPECT_EQ(project({}, {}, {"Process"}).evaluate(list).decision, Decision::kDeny);
 }
 
 TEST(EvaluateTest, NoRequestsIsAllow) {

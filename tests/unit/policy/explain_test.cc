@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "policy/bash_analysis.h"
+#include "policy/requests.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::policy {
@@ -13,6 +15,12 @@ using ::testing::HasSubstr;
 using testing::IsOk;
 
 const RequestContext kCtx{.workspace_root = "/ws", .cwd = "", .home = "/home/u"};
+
+// What bash's capabilities() and warnings() give for `command` (tools/bash_tool.cc).
+Explanation explain_bash(const Policy& p, const std::string& command) {
+    return explain_call(p, "bash", bash_requests(command, kCtx, "bash"),
+                        destructive_warnings(command));
+}
 
 Policy policy() {
     const std::vector<SettingsSource> sources = {
@@ -28,10 +36,8 @@ Policy policy() {
 }
 
 TEST(ExplainTest, JsonNamesTheDecidingRuleAndEveryRequest) {
-    auto explanation =
-        explain_call(policy(), "bash", {{"command", "npm test && curl https://x.io"}}, kCtx);
-    ASSERT_THAT(explanation, IsOk());
-    const json out = explain_json(*explanation);
+    const Explanation explanation = explain_bash(policy(), "npm test && curl https://x.io");
+    const json out = explain_json(explanation);
     EXPECT_EQ(out["tool"], "bash");
     EXPECT_EQ(out["decision"], "deny");
     EXPECT_EQ(out["preset"], "workspace-write");
@@ -60,10 +66,8 @@ TEST(ExplainTest, JsonNamesTheDecidingRuleAndEveryRequest) {
 }
 
 TEST(ExplainTest, TextIsReadable) {
-    auto explanation =
-        explain_call(policy(), "bash", {{"command", "curl https://x.io && rm -rf build"}}, kCtx);
-    ASSERT_THAT(explanation, IsOk());
-    const std::string text = explain_text(*explanation);
+    const Explanation explanation = explain_bash(policy(), "curl https://x.io && rm -rf build");
+    const std::string text = explain_text(explanation);
     EXPECT_THAT(text, HasSubstr("bash: deny (preset workspace-write, mode local)\n"));
     EXPECT_THAT(text, HasSubstr("[1] deny  process.execute curl https://x.io  <- decides\n"));
     EXPECT_THAT(text, HasSubstr("matched deny rule \"Bash(curl:*)\" "
@@ -79,19 +83,14 @@ TEST(ExplainTest, FileToolsAndHiddenTools) {
                        .text = R"json({"permissions": {"deny": ["Read", "Bash"]}})json"}};
     auto loaded = Policy::load(sources, PolicyOptions{.workspace_root = "/ws"});
     ASSERT_THAT(loaded, IsOk());
-    auto explanation = explain_call(*loaded, "grep", {{"pattern", "x"}}, kCtx);
-    ASSERT_THAT(explanation, IsOk());
-    const json out = explain_json(*explanation);
+    const std::vector<CapabilityRequest> grep = {file_read_request("grep", "", kCtx, true)};
+    const json out = explain_json(explain_call(*loaded, "grep", grep, {}));
     EXPECT_EQ(out["decision"], "deny");
     EXPECT_EQ(out["hidden"], true);
     EXPECT_EQ(out["hidden_reason"],
               "denied as a whole by rule \"Read\" (/etc/stockade/managed.json:1)");
     EXPECT_EQ(out["requests"][0]["path"], "/ws");
     EXPECT_EQ(out["requests"][0]["layer"], "managed");
-}
-
-TEST(ExplainTest, UnknownToolIsAnError) {
-    EXPECT_FALSE(explain_call(policy(), "fetch", json::object(), kCtx).has_value());
 }
 
 TEST(DescribeRequestTest, NamesWhatTheRequestIsAbout) {

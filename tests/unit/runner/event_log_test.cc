@@ -35,8 +35,8 @@ TEST_F(EventLogTest, AppendsVersionedNumberedEventsThatReadBack) {
     {
         auto log = EventLog::open(path_, "s-1");
         ASSERT_TRUE(log);
-        log->append("ToolRequested", {{"call", "c1"}, {"tool", "read"}}, true);
-        log->append("FileRead", {{"path", "/w/a"}, {"sha256", "ab"}}, true);
+        log->record("ToolRequested", {{"call", "c1"}, {"tool", "read"}}, true);
+        log->record("FileRead", {{"path", "/w/a"}, {"sha256", "ab"}}, true);
     }
     auto replay = EventLog::read_all(path_);
     ASSERT_TRUE(replay);
@@ -56,11 +56,11 @@ TEST_F(EventLogTest, SequenceContinuesWhenAResumedSessionReopensItsLog) {
     {
         auto log = EventLog::open(path_, "s-1");
         ASSERT_TRUE(log);
-        log->append("SessionStarted", nlohmann::json::object(), true);
+        log->record("SessionStarted", nlohmann::json::object(), true);
     }
     auto log = EventLog::open(path_, "s-1");
     ASSERT_TRUE(log);
-    log->append("SessionResumed", nlohmann::json::object(), true);
+    log->record("SessionResumed", nlohmann::json::object(), true);
     auto replay = EventLog::read_all(path_);
     ASSERT_TRUE(replay);
     ASSERT_EQ(replay->events.size(), 2U);
@@ -71,7 +71,7 @@ TEST_F(EventLogTest, TornAndForeignLinesAreSkippedNotFatal) {
     {
         auto log = EventLog::open(path_, "s-1");
         ASSERT_TRUE(log);
-        log->append("FileRead", {{"path", "/w/a"}}, true);
+        log->record("FileRead", {{"path", "/w/a"}}, true);
     }
     std::ofstream(path_, std::ios::app)
         << "{\"v\":99,\"type\":\"FromTheFuture\"}\nnot json\n{\"v\":1,\"type\":\"Fi";
@@ -85,7 +85,7 @@ TEST_F(EventLogTest, ValuesThatAreNotUtf8DoNotLoseTheEvent) {
     {
         auto log = EventLog::open(path_, "s-1");
         ASSERT_TRUE(log);
-        log->append("ToolRequested", {{"arguments", std::string("bad \xff byte")}}, true);
+        log->record("ToolRequested", {{"arguments", std::string("bad \xff byte")}}, true);
     }
     auto replay = EventLog::read_all(path_);
     ASSERT_TRUE(replay);
@@ -96,7 +96,7 @@ TEST_F(EventLogTest, OnlyALogTheSupervisorWroteIsReplayed) {
     {
         auto log = EventLog::open(path_, "s-1");
         ASSERT_TRUE(log);
-        log->append("SessionStarted", nlohmann::json::object(), true);
+        log->record("SessionStarted", nlohmann::json::object(), true);
     }
     UniqueFd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     ASSERT_TRUE(dir);

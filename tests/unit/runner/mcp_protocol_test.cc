@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "runner/mcp/protocol.h"
+#include "tests/testing/golden.h"
+#include "tools/tool.h"
 
 namespace stockade::mcp {
 namespace {
@@ -93,6 +95,30 @@ TEST(ProtocolTest, ProgressTokenIsReadInBothEras) {
     auto resolved = resolve_protocol({{"_meta", {{"progressToken", 9}}}}, LegacySession{});
     ASSERT_TRUE(std::holds_alternative<RequestProtocol>(resolved));
     EXPECT_EQ(std::get<RequestProtocol>(resolved).progress_token, json(9));
+}
+
+}  // namespace
+}  // namespace stockade::mcp
+
+namespace stockade::mcp {
+namespace {
+
+// What tools/list sends for our tools, pinned whole: the one serialiser (tool_json) of the
+// one declaration of each tool (its ToolSpec).
+TEST(ToolsListTest, EveryToolAsTheServerSendsIt) {
+    const tools::ToolRegistry registry;
+    nlohmann::json list = nlohmann::json::array();
+    std::vector<std::string> names;
+    for (const auto& tool : registry.all()) {
+        list.push_back(tool_json(tool_info(tool->spec(), false)));
+        names.emplace_back(tool->name());
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"read", "write", "edit", "grep", "glob", "bash",
+                                               "process"}));
+    stockade::testing::expect_golden("mcp", "tools_list.json", list.dump(2));
+    // With --structured-content, each entry also declares its metadata's schema.
+    EXPECT_TRUE(tool_json(tool_info(registry.find("read")->spec(), true)).contains("outputSchema"));
+    EXPECT_FALSE(list[0].contains("outputSchema"));
 }
 
 }  // namespace

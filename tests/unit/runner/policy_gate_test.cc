@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "policy/policy.h"
-#include "policy/tool_requests.h"
 #include "tests/testing/golden.h"
+#include "tools/tool.h"
 
 namespace stockade::runner {
 namespace {
@@ -36,9 +36,10 @@ policy::Policy load(policy::Mode mode, policy::Preset preset = policy::Preset::k
 
 policy::CallDecision decide(const policy::Policy& p, std::string_view tool,
                             const nlohmann::json& args) {
-    auto requests = policy::tool_requests(tool, args, kCtx);
-    EXPECT_TRUE(requests.has_value());
-    return p.evaluate(*requests);
+    static const tools::ToolRegistry registry;
+    auto call = registry.find(tool)->parse(args);
+    EXPECT_TRUE(call.has_value());
+    return p.evaluate((*call)->capabilities(kCtx));
 }
 
 TEST(PolicyGateTest, ADenyByRuleNamesTheRuleAndWhereItIsWritten) {

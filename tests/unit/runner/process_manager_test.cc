@@ -18,6 +18,7 @@
 
 #include "common/unique_fd.h"
 #include "runner/output_budget.h"
+#include "tests/testing/recording_sink.h"
 #include "workspace/local_workspace.h"
 
 namespace stockade::runner {
@@ -85,11 +86,7 @@ protected:
     }
     ProcessManagerImpl& pm(ProcessManagerConfig config = {}) {
         config.log_dir = logs_ + "/process-logs";
-        pm_ = std::make_unique<ProcessManagerImpl>(
-            *ws_, config, [this](std::string_view type, const nlohmann::json&) {
-                std::lock_guard lock(events_mu_);
-                events_.emplace_back(type);
-            });
+        pm_ = std::make_unique<ProcessManagerImpl>(*ws_, config, &events_);
         return *pm_;
     }
     static tools::StartRequest shell(const std::string& command, bool background = true) {
@@ -110,10 +107,7 @@ protected:
         EXPECT_TRUE(slice.has_value());
         return slice->bytes;
     }
-    std::vector<std::string> events() {
-        std::lock_guard lock(events_mu_);
-        return events_;
-    }
+    std::vector<std::string> events() const { return events_.types(); }
 
     std::string root_;
     std::string logs_;
@@ -122,8 +116,7 @@ protected:
     std::unique_ptr<ProcessManagerImpl> pm_;
     std::atomic<bool> done_{false};
     std::thread reaper_;
-    std::mutex events_mu_;
-    std::vector<std::string> events_;
+    stockade::testing::RecordingSink events_;
 };
 
 TEST_F(ProcessManagerTest, RecordsOutputExitAndEvents) {

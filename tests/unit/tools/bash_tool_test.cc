@@ -430,18 +430,15 @@ TEST_F(BashToolTest, SchemaAndAnnotations) {
         r.content.starts_with("Invalid input for tool \"bash\": unknown parameter \"cwd\""));
 }
 
-TEST(ProcessToolsTest, ToolsListSnapshot) {
-    nlohmann::json list = nlohmann::json::array();
+TEST(ProcessToolsTest, SchemasAreClosedWithAtMostFiveParameters) {
     std::vector<std::string> names;
     for (const auto& t : make_process_tools()) {
-        list.push_back(mcp_tool_entry(*t));
         names.emplace_back(t->name());
-        const nlohmann::json s = t->input_schema();
+        const nlohmann::json& s = t->input_schema();
         EXPECT_EQ(s["additionalProperties"], false);
         EXPECT_LE(s["properties"].size(), 5U);
     }
     EXPECT_EQ(names, (std::vector<std::string>{"bash", "process"}));
-    expect_golden("process_tools_list.json", list.dump(2));
 }
 
 }  // namespace

@@ -339,15 +339,9 @@ public:
         }
     }
 
-    // validate → execute → backstop, as the executor does.
+    // parse (validate) → execute → backstop, as the executor does.
     ToolResult call(const std::string& tool, const nlohmann::json& args) {
-        Tool& t = *tools_.at(tool);
-        if (Status s = validate_arguments(t, args); !s) {
-            ToolResult r;
-            r.content = s.error().message;
-            r.is_error = true;
-            return r;
-        }
+        const Tool& t = *tools_.at(tool);
         ToolResult r = t.execute(args, base.ctx);
         apply_backstop(r, base.ctx, tool);
         return r;

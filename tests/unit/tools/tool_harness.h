@@ -346,22 +346,18 @@ private:
     TempWorkspace& ws_;
 };
 
-class RecordingEvents final : public ToolEvents {
+// The tools' events, as "read <path>" / "modified <path>", and the last one's fields.
+class RecordingEvents final : public EventSink {
 public:
-    void file_read(const std::string& path, const std::string& sha256, uint64_t size,
-                   int64_t mtime_ns) override {
-        log.push_back("read " + path);
-        last = {{"path", path}, {"sha256", sha256}, {"size", size}, {"mtime_ns", mtime_ns}};
-    }
-    void file_modified(const std::string& path, const std::string& sha256, uint64_t size,
-                       int64_t mtime_ns, int additions, int deletions, bool created) override {
-        log.push_back("modified " + path);
-        last = {{"path", path},         {"sha256", sha256},       {"size", size},
-                {"mtime_ns", mtime_ns}, {"additions", additions}, {"deletions", deletions},
-                {"created", created}};
+    void record(std::string_view type, nlohmann::json fields, bool durable) override {
+        log.push_back((type == "FileRead" ? "read " : "modified ") +
+                      fields.value("path", std::string()));
+        last = std::move(fields);
+        last_durable = durable;
     }
     std::vector<std::string> log;
     nlohmann::json last;
+    bool last_durable = false;
 };
 
 // One session: the fake workspace, stamps, locks, spill, events, and the five tools.
@@ -380,15 +376,9 @@ public:
         ctx.events = &events;
     }
 
-    // validate → execute → backstop, as the executor does.
+    // parse (validate) → execute → backstop, as the executor does.
     ToolResult call(const std::string& tool, const nlohmann::json& args) {
-        Tool& t = *tools_.at(tool);
-        if (Status s = validate_arguments(t, args); !s) {
-            ToolResult r;
-            r.content = s.error().message;
-            r.is_error = true;
-            return r;
-        }
+        const Tool& t = *tools_.at(tool);
         ToolResult r = t.execute(args, ctx);
         apply_backstop(r, ctx, tool);
         return r;
