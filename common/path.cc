@@ -3,13 +3,7 @@
 namespace stockade {
 
 void append_normalised_components(std::string_view path, std::vector<std::string_view>& parts) {
-    size_t start = 0;
-    while (start <= path.size()) {
-        size_t slash = path.find('/', start);
-        if (slash == std::string_view::npos) {
-            slash = path.size();
-        }
-        const std::string_view part = path.substr(start, slash - start);
+    for (std::string_view part : split(path, '/')) {
         if (part == "..") {
             if (!parts.empty()) {
                 parts.pop_back();
@@ -17,7 +11,6 @@ void append_normalised_components(std::string_view path, std::vector<std::string
         } else if (!part.empty() && part != ".") {
             parts.push_back(part);
         }
-        start = slash + 1;
     }
 }
 
@@ -30,18 +23,34 @@ std::string join_absolute(const std::vector<std::string_view>& parts, size_t fro
     return out.empty() ? "/" : out;
 }
 
-std::vector<std::string> split_path_list(std::string_view list) {
-    std::vector<std::string> out;
-    size_t start = 0;
+std::vector<std::string_view> split(std::string_view text, char sep) {
+    std::vector<std::string_view> out;
     for (;;) {
-        const size_t colon = list.find(':', start);
-        out.emplace_back(
-            list.substr(start, colon == std::string_view::npos ? colon : colon - start));
-        if (colon == std::string_view::npos) {
+        const size_t at = text.find(sep);
+        out.push_back(text.substr(0, at));
+        if (at == std::string_view::npos) {
             return out;
         }
-        start = colon + 1;
+        text.remove_prefix(at + 1);
     }
+}
+
+std::vector<std::string_view> path_components(std::string_view path) {
+    std::vector<std::string_view> out;
+    for (std::string_view part : split(path, '/')) {
+        if (!part.empty()) {
+            out.push_back(part);
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> split_path_list(std::string_view list) {
+    std::vector<std::string> out;
+    for (std::string_view entry : split(list, ':')) {
+        out.emplace_back(entry);
+    }
+    return out;
 }
 
 }  // namespace stockade

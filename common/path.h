@@ -8,6 +8,13 @@
 
 namespace stockade {
 
+// The fields of `text` between `sep`s, empty ones kept: split("a::b", ':') is {"a", "", "b"}.
+// The views point into `text`.
+std::vector<std::string_view> split(std::string_view text, char sep);
+
+// The non-empty components of a path: "/a//b/" is {"a", "b"}. No "." or ".." handling.
+std::vector<std::string_view> path_components(std::string_view path);
+
 // Appends the components of `path` to `parts`, applying "." and ".." (".." at the top stays
 // there) and skipping empty components. The views point into `path`.
 void append_normalised_components(std::string_view path, std::vector<std::string_view>& parts);
@@ -15,7 +22,8 @@ void append_normalised_components(std::string_view path, std::vector<std::string
 // "/a/b" from {"a", "b"} (from index `from`); "/" when there is none.
 std::string join_absolute(const std::vector<std::string_view>& parts, size_t from = 0);
 
-// The entries of a colon-separated list such as PATH, in order, empty ones included.
+// The entries of a colon-separated list such as PATH, in order, empty ones included (split on
+// ':', owned).
 std::vector<std::string> split_path_list(std::string_view list);
 
 }  // namespace stockade

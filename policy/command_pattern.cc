@@ -1,5 +1,7 @@
 #include "policy/command_pattern.h"
 
+#include "policy/star_match.h"
+
 namespace stockade::policy {
 namespace {
 
@@ -28,28 +30,10 @@ std::string normalise_command_text(std::string_view text) {
 }
 
 bool wildcard_match(std::string_view pattern, std::string_view text) {
-    size_t p = 0;
-    size_t t = 0;
-    size_t star_p = std::string_view::npos;
-    size_t star_t = 0;
-    while (t < text.size()) {
-        if (p < pattern.size() && pattern[p] == '*') {
-            star_p = ++p;
-            star_t = t;
-        } else if (p < pattern.size() && pattern[p] == text[t]) {
-            ++p;
-            ++t;
-        } else if (star_p != std::string_view::npos) {
-            p = star_p;
-            t = ++star_t;
-        } else {
-            return false;
-        }
-    }
-    while (p < pattern.size() && pattern[p] == '*') {
-        ++p;
-    }
-    return p == pattern.size();
+    return star_match(pattern, text, [](std::string_view pat, size_t p, char c, size_t& next) {
+        next = p + 1;
+        return pat[p] == c;
+    });
 }
 
 CommandPattern CommandPattern::compile(std::string_view specifier) {

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "common/path.h"
+#include "policy/star_match.h"
+
 namespace stockade::policy {
 namespace {
 
@@ -88,49 +91,11 @@ std::string_view longest_literal(std::string_view text) {
 
 }  // namespace
 
-PathView::PathView(std::string_view normalised_path) : path(normalised_path) {
-    size_t start = 0;
-    while (start < path.size()) {
-        size_t slash = path.find('/', start);
-        if (slash == std::string_view::npos) {
-            slash = path.size();
-        }
-        if (slash > start) {
-            parts.push_back(path.substr(start, slash - start));
-        }
-        start = slash + 1;
-    }
-}
+PathView::PathView(std::string_view normalised_path)
+    : path(normalised_path), parts(path_components(normalised_path)) {}
 
 bool glob_component_match(std::string_view pattern, std::string_view name) {
-    // Greedy with one backtrack point: every element but "*" consumes exactly one character,
-    // so retrying from the last "*" is enough and the cost stays O(len(pattern) * len(name)).
-    size_t p = 0;
-    size_t t = 0;
-    size_t star_p = std::string_view::npos;
-    size_t star_t = 0;
-    while (t < name.size()) {
-        if (p < pattern.size() && pattern[p] == '*') {
-            star_p = ++p;
-            star_t = t;
-            continue;
-        }
-        size_t next = 0;
-        if (p < pattern.size() && match_one(pattern, p, name[t], next)) {
-            p = next;
-            ++t;
-            continue;
-        }
-        if (star_p == std::string_view::npos) {
-            return false;
-        }
-        p = star_p;
-        t = ++star_t;
-    }
-    while (p < pattern.size() && pattern[p] == '*') {
-        ++p;
-    }
-    return p == pattern.size();
+    return star_match(pattern, name, match_one);
 }
 
 Result<PathPattern> PathPattern::compile(std::string_view anchor, std::string_view glob) {

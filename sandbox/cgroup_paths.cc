@@ -7,24 +7,11 @@
 
 #include <fmt/format.h>
 
+#include "common/path.h"
+
 namespace stockade::sandbox {
 
 namespace {
-
-// Splits on `sep`, keeping empty fields.
-std::vector<std::string_view> split(std::string_view text, char sep) {
-    std::vector<std::string_view> out;
-    size_t start = 0;
-    while (true) {
-        size_t pos = text.find(sep, start);
-        if (pos == std::string_view::npos) {
-            out.push_back(text.substr(start));
-            return out;
-        }
-        out.push_back(text.substr(start, pos - start));
-        start = pos + 1;
-    }
-}
 
 // mountinfo escapes space, tab, newline and backslash as \ooo.
 std::string unescape_octal(std::string_view field) {

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "tools/sha256.h"
+#include "common/crypto.h"
 
 namespace stockade::tools {
 

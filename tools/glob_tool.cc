@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "common/path.h"
 #include "policy/requests.h"
 #include "tools/file_tools.h"
 #include "tools/similar.h"
@@ -33,27 +34,14 @@ constexpr std::string_view kDescription =
     "dist are skipped unless the pattern names them. Use this to discover file layout; use grep "
     "to search file contents.";
 
-std::vector<std::string_view> components(std::string_view pattern) {
-    std::vector<std::string_view> parts;
-    for (std::string_view rest = pattern; !rest.empty();) {
-        const size_t slash = rest.find('/');
-        parts.push_back(rest.substr(0, slash));
-        if (slash == std::string_view::npos) {
-            break;
-        }
-        rest.remove_prefix(slash + 1);
-    }
-    return parts;
-}
-
 bool names(std::string_view pattern, std::string_view dir) {
-    const auto parts = components(pattern);
+    const auto parts = split(pattern, '/');
     return std::find(parts.begin(), parts.end(), dir) != parts.end();
 }
 
 // A component that starts with '.' (".github/**", "**/.env*") asks for hidden files.
 bool wants_hidden(std::string_view pattern) {
-    for (std::string_view part : components(pattern)) {
+    for (std::string_view part : path_components(pattern)) {
         if (part.size() > 1 && part.starts_with('.') && part != "..") {
             return true;
         }
@@ -63,7 +51,7 @@ bool wants_hidden(std::string_view pattern) {
 
 // The extension of the pattern's last component, if it ends in a plain one ("*.tsx" → "tsx").
 std::string pattern_extension(std::string_view pattern) {
-    const auto parts = components(pattern);
+    const auto parts = split(pattern, '/');
     if (parts.empty()) {
         return {};
     }

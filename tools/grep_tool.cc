@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "common/crypto.h"
 #include "policy/requests.h"
 #include "tools/file_tools.h"
 #include "tools/text.h"
@@ -54,31 +55,6 @@ struct Parsed {
     std::vector<std::string> submatches;  // the matched text of each line's first match
 };
 
-std::string base64_decode(std::string_view in) {
-    auto value = [](char c) -> int {
-        static constexpr std::string_view kAlphabet =
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        const size_t at = kAlphabet.find(c);
-        return at == std::string_view::npos ? -1 : static_cast<int>(at);
-    };
-    std::string out;
-    uint32_t buffer = 0;
-    int bits = 0;
-    for (char c : in) {
-        const int v = value(c);
-        if (v < 0) {
-            continue;
-        }
-        buffer = (buffer << 6U) | static_cast<uint32_t>(v);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out += static_cast<char>((buffer >> static_cast<uint32_t>(bits)) & 0xFFU);
-        }
-    }
-    return out;
-}
-
 // rg's {"text": …} or {"bytes": base64} data.
 std::string rg_data(const nlohmann::json& j) {
     if (!j.is_object()) {
@@ -88,7 +64,7 @@ std::string rg_data(const nlohmann::json& j) {
         return it->get<std::string>();
     }
     if (auto it = j.find("bytes"); it != j.end() && it->is_string()) {
-        return base64_decode(it->get<std::string>());
+        return base64_decode(it->get<std::string>()).value_or(std::string());
     }
     return {};
 }

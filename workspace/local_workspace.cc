@@ -33,6 +33,7 @@
 
 #include "common/defer.h"
 #include "common/log.h"
+#include "common/path.h"
 #include "common/proc_table.h"
 #include "common/syscall.h"
 #include "workspace/exit_report.h"
@@ -124,11 +125,7 @@ std::string temp_name(const std::string& name) {
 // skipped: they would resolve against the worker's cwd, not the command's.
 std::vector<std::string_view> path_dirs(std::string_view path_env) {
     std::vector<std::string_view> dirs;
-    while (!path_env.empty()) {
-        const size_t colon = path_env.find(':');
-        std::string_view dir = path_env.substr(0, colon);
-        path_env =
-            colon == std::string_view::npos ? std::string_view{} : path_env.substr(colon + 1);
+    for (std::string_view dir : split(path_env, ':')) {
         if (!dir.empty() && dir.front() == '/') {
             dirs.push_back(dir);
         }

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/path.h"
 #include "common/syscall.h"
 
 namespace stockade::workspace {
@@ -53,16 +54,8 @@ Result<UniqueFd> open_openat2(int root_fd, const std::string& path, int flags) {
 
 std::deque<std::string> split_components(std::string_view path) {
     std::deque<std::string> out;
-    size_t start = 0;
-    while (start <= path.size()) {
-        size_t slash = path.find('/', start);
-        if (slash == std::string_view::npos) {
-            slash = path.size();
-        }
-        if (slash > start) {
-            out.emplace_back(path.substr(start, slash - start));
-        }
-        start = slash + 1;
+    for (std::string_view part : path_components(path)) {
+        out.emplace_back(part);
     }
     return out;
 }

@@ -1,8 +1,5 @@
 #include "runner/mcp/elicitation.h"
 
-// OpenSSL's low-level SHA-256 (deprecated in 3.0, still shipped), as in tools/sha256.cc: EVP
-// (and so HMAC()) would pull the provider framework into the statically linked binary.
-#define OPENSSL_SUPPRESS_DEPRECATED
 #include <sys/random.h>
 
 #include <algorithm>
@@ -10,9 +7,7 @@
 #include <random>
 #include <utility>
 
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
-
+#include "common/crypto.h"
 #include "runner/mcp/jsonrpc.h"
 #include "runner/mcp/protocol.h"
 
@@ -21,33 +16,6 @@ namespace stockade::mcp {
 namespace {
 
 using nlohmann::json;
-
-using Digest = std::array<unsigned char, SHA256_DIGEST_LENGTH>;
-
-Digest sha256(std::string_view first, std::string_view second = {}) {
-    Digest digest{};
-    SHA256_CTX ctx;
-    SHA256_Init(&ctx);
-    SHA256_Update(&ctx, first.data(), first.size());
-    SHA256_Update(&ctx, second.data(), second.size());
-    SHA256_Final(digest.data(), &ctx);
-    return digest;
-}
-
-std::string hex(const unsigned char* bytes, std::size_t size) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string out;
-    out.reserve(size * 2);
-    for (std::size_t i = 0; i < size; ++i) {
-        out += kHex[bytes[i] >> 4U];
-        out += kHex[bytes[i] & 0x0FU];
-    }
-    return out;
-}
-
-std::string_view as_chars(const unsigned char* bytes, std::size_t size) {
-    return {reinterpret_cast<const char*>(bytes), size};  // NOLINT: byte view of a digest
-}
 
 Error invalid(std::string message) {
     return Error{.code = Errc::kInvalidArgument, .message = std::move(message), .sys_errno = 0};
@@ -237,8 +205,7 @@ Result<ElicitResponse> parse_elicit_result(const json& result, const json& reque
 }
 
 std::string input_request_key(const json& params) {
-    const Digest digest = sha256(jsonrpc::dump(params));
-    return "stockade-elicit-" + hex(digest.data(), 8);
+    return "stockade-elicit-" + sha256_hex(jsonrpc::dump(params)).substr(0, 16);
 }
 
 RequestStateSealer::RequestStateSealer() {
@@ -250,20 +217,10 @@ RequestStateSealer::RequestStateSealer() {
     }
 }
 
-// HMAC-SHA256 (RFC 2104) with a 32-byte key.
 std::string RequestStateSealer::mac_hex(std::string_view payload) const {
-    constexpr std::size_t kBlock = 64;
-    std::array<unsigned char, kBlock> ipad{};
-    std::array<unsigned char, kBlock> opad{};
-    for (std::size_t i = 0; i < kBlock; ++i) {
-        const unsigned char k = i < key_.size() ? key_[i] : 0;
-        ipad[i] = static_cast<unsigned char>(k ^ 0x36U);
-        opad[i] = static_cast<unsigned char>(k ^ 0x5cU);
-    }
-    const Digest inner = sha256(as_chars(ipad.data(), ipad.size()), payload);
-    const Digest outer =
-        sha256(as_chars(opad.data(), opad.size()), as_chars(inner.data(), inner.size()));
-    return hex(outer.data(), outer.size());
+    return hmac_sha256_hex(
+        std::string_view(reinterpret_cast<const char*>(key_.data()), key_.size()),  // NOLINT
+        payload);
 }
 
 namespace {
@@ -275,8 +232,7 @@ std::int64_t now_ms() {
 }
 
 std::string arguments_digest(const json& arguments) {
-    const Digest digest = sha256(jsonrpc::dump(arguments));
-    return hex(digest.data(), digest.size());
+    return sha256_hex(jsonrpc::dump(arguments));
 }
 
 }  // namespace
@@ -294,7 +250,7 @@ std::string RequestStateSealer::seal(const std::string& tool, const json& argume
 Result<json> RequestStateSealer::open(std::string_view state, const std::string& tool,
                                       const json& arguments) const {
     constexpr std::string_view kPrefix = "v1.";
-    constexpr std::size_t kMacHex = 2 * SHA256_DIGEST_LENGTH;
+    constexpr std::size_t kMacHex = 2 * sizeof(Sha256Digest);
     if (state.size() < kPrefix.size() + kMacHex + 1 || !state.starts_with(kPrefix) ||
         state[kPrefix.size() + kMacHex] != '.') {
         return invalid("requestState is not one this server issued");
@@ -302,7 +258,7 @@ Result<json> RequestStateSealer::open(std::string_view state, const std::string&
     const std::string_view mac = state.substr(kPrefix.size(), kMacHex);
     const std::string_view payload = state.substr(kPrefix.size() + kMacHex + 1);
     const std::string expected = mac_hex(payload);
-    if (CRYPTO_memcmp(expected.data(), mac.data(), kMacHex) != 0) {
+    if (!constant_time_equal(expected, mac)) {
         return invalid(
             "requestState failed verification (tampered, or from another server "
             "process)");

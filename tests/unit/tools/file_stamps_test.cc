@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
 #include "tools/file_locks.h"
-#include "tools/sha256.h"
 
 namespace stockade::tools {
 namespace {

@@ -2,8 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crypto.h"
 #include "tests/unit/tools/tool_harness.h"
-#include "tools/sha256.h"
 
 namespace stockade::tools {
 namespace {
