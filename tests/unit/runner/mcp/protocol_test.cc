@@ -1,8 +1,9 @@
+#include "runner/mcp/protocol.h"
+
 #include <variant>
 
 #include <gtest/gtest.h>
 
-#include "runner/mcp/protocol.h"
 #include "tests/testing/golden.h"
 #include "tools/tool.h"
 

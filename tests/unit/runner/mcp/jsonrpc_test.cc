@@ -1,10 +1,10 @@
+#include "runner/mcp/jsonrpc.h"
+
 #include <string>
 #include <variant>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include "runner/mcp/jsonrpc.h"
 
 namespace stockade::mcp::jsonrpc {
 namespace {

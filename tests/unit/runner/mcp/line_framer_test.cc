@@ -1,9 +1,9 @@
+#include "runner/mcp/line_framer.h"
+
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
-
-#include "runner/mcp/line_framer.h"
 
 namespace stockade::mcp {
 namespace {

@@ -1,3 +1,5 @@
+#include "runner/mcp/server.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -18,7 +20,6 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/mcp/server.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
 
@@ -687,6 +688,18 @@ TEST_F(McpServerTest, ReusedIdOfACallInProgressIsInvalidRequest) {
     json reply = next();
     EXPECT_EQ(reply["id"], "same");
     EXPECT_EQ(reply["error"]["code"], -32600);
+}
+
+TEST_F(McpServerTest, AnIdIsFreeAgainTheMomentItsReplyArrives) {
+    start();
+    initialize();
+    // A client may reuse an id as soon as it has the reply; the server must not still count
+    // the finished call against it.
+    for (int round = 0; round < 200; ++round) {
+        json reply = call("again", "echo", {{"text", std::to_string(round)}});
+        ASSERT_TRUE(reply.contains("result")) << "round " << round << ": " << reply.dump();
+        EXPECT_EQ(reply["result"]["content"][0]["text"], std::to_string(round));
+    }
 }
 
 TEST_F(McpServerTest, ProgressNotificationsIncreaseAndPrecedeTheResult) {

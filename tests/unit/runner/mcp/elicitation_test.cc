@@ -1,9 +1,9 @@
+#include "runner/mcp/elicitation.h"
+
 #include <chrono>
 #include <string>
 
 #include <gtest/gtest.h>
-
-#include "runner/mcp/elicitation.h"
 
 namespace stockade::mcp {
 namespace {
