@@ -10,7 +10,6 @@
 #include <array>
 #include <csignal>
 #include <cstring>
-#include <deque>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -20,6 +19,8 @@
 
 #include "common/log.h"
 #include "common/syscall.h"
+#include "runner/byte_ring.h"
+#include "runner/line_index.h"
 #include "tools/text.h"
 
 namespace stockade::runner {
@@ -29,73 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Every kSparseLines-th line start is remembered for the whole output, so that a line far
-// behind the ring is found in the log by scanning at most kSparseLines lines.
-constexpr uint64_t kSparseLines = 4096;
 constexpr size_t kReadChunk = size_t{128} << 10;
 constexpr std::chrono::milliseconds kWriteTimeout{5'000};
 constexpr std::chrono::milliseconds kKillWait{5'000};
-
-// The last `cap` bytes of a stream, in one buffer that grows up to `cap` and then wraps.
-class ByteRing {
-public:
-    explicit ByteRing(size_t cap) : cap_(std::max<size_t>(cap, 1)) {}
-
-    void append(const char* data, size_t n) {
-        if (n > cap_) {  // only the last cap_ bytes can stay
-            data += n - cap_;
-            total_ += n - cap_;
-            n = cap_;
-        }
-        while (n > 0) {
-            size_t pos = static_cast<size_t>(total_ % cap_);
-            size_t chunk = std::min(n, cap_ - pos);
-            if (buf_.size() < pos + chunk) {
-                if (buf_.capacity() < pos + chunk) {
-                    buf_.reserve(std::min(cap_, std::max(pos + chunk, 2 * buf_.capacity())));
-                }
-                buf_.resize(pos + chunk);
-            }
-            std::memcpy(buf_.data() + pos, data, chunk);
-            data += chunk;
-            n -= chunk;
-            total_ += chunk;
-        }
-    }
-    [[nodiscard]] uint64_t total() const noexcept { return total_; }
-    [[nodiscard]] uint64_t oldest() const noexcept {
-        return total_ - std::min<uint64_t>(total_, cap_);
-    }
-    [[nodiscard]] size_t memory() const noexcept { return buf_.capacity(); }
-
-    // Appends bytes [from, from + n) to out. Precondition: oldest() <= from, from + n <= total().
-    void copy(uint64_t from, size_t n, std::string& out) const {
-        while (n > 0) {
-            size_t pos = static_cast<size_t>(from % cap_);
-            size_t chunk = std::min(n, cap_ - pos);
-            out.append(buf_.data() + pos, chunk);
-            from += chunk;
-            n -= chunk;
-        }
-    }
-    // Number of '\n' in [from, total()).
-    [[nodiscard]] uint64_t newlines_from(uint64_t from) const {
-        uint64_t count = 0;
-        while (from < total_) {
-            size_t pos = static_cast<size_t>(from % cap_);
-            size_t chunk = static_cast<size_t>(std::min<uint64_t>(total_ - from, cap_ - pos));
-            count += static_cast<uint64_t>(
-                std::count(buf_.data() + pos, buf_.data() + pos + chunk, '\n'));
-            from += chunk;
-        }
-        return count;
-    }
-
-private:
-    size_t cap_;
-    std::string buf_;
-    uint64_t total_ = 0;
-};
 
 std::string exit_description(int wait_status) {
     if (WIFSIGNALED(wait_status)) {
@@ -107,7 +44,8 @@ std::string exit_description(int wait_status) {
 }  // namespace
 
 struct ProcessManagerImpl::Proc {
-    Proc(asio::io_context& io, size_t ring_bytes) : ring(ring_bytes), out(io), status(io) {}
+    Proc(asio::io_context& io, size_t ring_bytes, size_t ring_lines)
+        : ring(ring_bytes), lines(ring_lines), out(io), status(io) {}
 
     std::string id;
     bool foreground = false;
@@ -133,10 +71,8 @@ struct ProcessManagerImpl::Proc {
     uint64_t changes = 0;  // bumped on output, EOF and exit: what waiters wait for
 
     // Output accounting (guarded by the manager's mu_).
-    ByteRing ring;
-    uint64_t newlines = 0;
-    std::deque<uint64_t> recent_starts{0};  // starts of the last ring_lines lines
-    std::vector<uint64_t> sparse{0};        // sparse[j] = start of line j*kSparseLines + 1
+    ByteRing ring;    // the last ring_bytes of the output
+    LineIndex lines;  // where its lines start: the last ring_lines exactly, then marks
     uint64_t cursor = 0;
     UniqueFd log;
     bool log_opened = false;
@@ -292,7 +228,7 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
                                                             .rows = 50,
                                                             .cols = 200}));
 
-    auto p = std::make_shared<Proc>(reader_->io(), config_.ring_bytes);
+    auto p = std::make_shared<Proc>(reader_->io(), config_.ring_bytes, config_.ring_lines);
     {
         std::lock_guard lock(mu_);
         p->foreground = !request.background;
@@ -471,22 +407,8 @@ void ProcessManagerImpl::on_output(Proc& p, const char* data, size_t n) {
             p.log.reset();
         }
     }
-    p.ring.append(data, n);
-    const char* end = data + n;
-    for (const char* nl = data;
-         (nl = static_cast<const char*>(std::memchr(nl, '\n', static_cast<size_t>(end - nl)))) !=
-         nullptr;
-         ++nl) {
-        uint64_t next_start = base + static_cast<uint64_t>(nl - data) + 1;
-        ++p.newlines;
-        p.recent_starts.push_back(next_start);
-        if (p.recent_starts.size() > config_.ring_lines) {
-            p.recent_starts.pop_front();
-        }
-        if (p.newlines % kSparseLines == 0) {
-            p.sparse.push_back(next_start);
-        }
-    }
+    p.ring.append(std::string_view(data, n));
+    p.lines.append(base, std::string_view(data, n));
     p.last_output = Clock::now();
     ++p.changes;
     changed_.notify_all();
@@ -595,7 +517,7 @@ tools::ProcessInfo ProcessManagerImpl::info_locked(const Proc& p) const {
     auto until = running ? Clock::now() : p.ended_at;
     uint64_t total = p.ring.total();
     // A trailing partial line counts as a line.
-    uint64_t lines = p.newlines + ((total > 0 && p.recent_starts.back() < total) ? 1 : 0);
+    uint64_t lines = p.lines.newlines() + (p.lines.last_line_start() < total ? 1 : 0);
     return tools::ProcessInfo{
         .id = p.id,
         .pid = p.pid,
@@ -707,6 +629,30 @@ Result<tools::ProcessInfo> ProcessManagerImpl::wait_output(const std::string& id
     return info_locked(*p);
 }
 
+Result<uint64_t> ProcessManagerImpl::scan_log(
+    const Proc& p, uint64_t from, uint64_t to,
+    const std::function<bool(std::string_view, uint64_t)>& chunk_fn) const {
+    UniqueFd in(open_log_file(p, O_RDONLY));
+    if (!in) {
+        return errno_error(fmt::format("open the log \"{}\"", p.log_path), errno);
+    }
+    std::string buf(64 << 10, '\0');
+    uint64_t at = from;
+    while (at < to) {
+        const auto want = static_cast<size_t>(std::min<uint64_t>(buf.size(), to - at));
+        const ssize_t r = retry_eintr(
+            [&] { return ::pread(in.get(), buf.data(), want, static_cast<off_t>(at)); });
+        if (r <= 0) {
+            break;
+        }
+        if (!chunk_fn(std::string_view(buf.data(), static_cast<size_t>(r)), at)) {
+            break;
+        }
+        at += static_cast<uint64_t>(r);
+    }
+    return at;
+}
+
 Result<tools::OutputSlice> ProcessManagerImpl::output(const std::string& id, uint64_t from,
                                                       uint64_t max_bytes) {
     ASSIGN_OR_RETURN(auto p, find(id));
@@ -723,45 +669,23 @@ Result<tools::OutputSlice> ProcessManagerImpl::output(const std::string& id, uin
         p->ring.copy(from, static_cast<size_t>(want), slice.bytes);
     } else {
         want = std::min(want, p->log_written - from);
-        UniqueFd in(open_log_file(*p, O_RDONLY));
-        if (!in) {
-            return errno_error(fmt::format("open the log \"{}\"", p->log_path), errno);
-        }
-        slice.bytes.resize(static_cast<size_t>(want));
-        size_t got = 0;
-        while (got < want) {
-            ssize_t r = ::pread(in.get(), slice.bytes.data() + got, static_cast<size_t>(want) - got,
-                                static_cast<off_t>(from + got));
-            if (r < 0 && errno == EINTR) {
-                continue;
-            }
-            if (r <= 0) {
-                break;
-            }
-            got += static_cast<size_t>(r);
-        }
-        slice.bytes.resize(got);
+        slice.bytes.reserve(static_cast<size_t>(want));
+        RETURN_IF_ERROR(scan_log(*p, from, from + want, [&](std::string_view chunk, uint64_t) {
+            slice.bytes.append(chunk);
+            return true;
+        }));
     }
     // The line number at `begin`: newlines before it, plus one.
     uint64_t before = 0;
     if (from >= p->ring.oldest()) {
-        before = p->newlines - p->ring.newlines_from(from);
+        before = p->lines.newlines() - p->ring.newlines_from(from);
     } else {
-        auto it = std::upper_bound(p->sparse.begin(), p->sparse.end(), from);
-        size_t j = static_cast<size_t>(it - p->sparse.begin()) - 1;
-        before = j * kSparseLines;
-        uint64_t at = p->sparse[j];
-        UniqueFd in(open_log_file(*p, O_RDONLY));
-        std::string buf(64 << 10, '\0');
-        while (in && at < from) {
-            size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), from - at));
-            ssize_t r = ::pread(in.get(), buf.data(), n, static_cast<off_t>(at));
-            if (r <= 0) {
-                break;
-            }
-            before += static_cast<uint64_t>(std::count(buf.data(), buf.data() + r, '\n'));
-            at += static_cast<uint64_t>(r);
-        }
+        const LineIndex::Mark mark = p->lines.mark_before_offset(from);
+        before = mark.line - 1;
+        (void)scan_log(*p, mark.offset, from, [&](std::string_view chunk, uint64_t) {
+            before += static_cast<uint64_t>(std::count(chunk.begin(), chunk.end(), '\n'));
+            return true;
+        });
     }
     slice.first_line = before + 1;
     return slice;
@@ -773,38 +697,32 @@ Result<uint64_t> ProcessManagerImpl::line_start(const std::string& id, uint64_t 
     if (line <= 1) {
         return uint64_t{0};
     }
-    if (line > p->newlines + 1) {
+    if (line > p->lines.newlines() + 1) {
         return p->ring.total();
     }
-    const uint64_t first_recent = p->newlines + 2 - p->recent_starts.size();
-    if (line >= first_recent) {
-        return p->recent_starts[static_cast<size_t>(line - first_recent)];
+    if (auto start = p->lines.recent_start(line)) {
+        return *start;
     }
-    // Behind the ring: from the nearest sparse mark, count lines in the log.
-    size_t j = static_cast<size_t>((line - 1) / kSparseLines);
-    uint64_t at = p->sparse[j];
-    uint64_t current = j * kSparseLines + 1;
-    UniqueFd in(open_log_file(*p, O_RDONLY));
-    if (!in) {
-        return errno_error(fmt::format("open the log \"{}\"", p->log_path), errno);
+    // Behind the ring: from the mark before it, count lines in the log.
+    const LineIndex::Mark mark = p->lines.mark_before_line(line);
+    if (mark.line == line) {
+        return mark.offset;
     }
-    std::string buf(64 << 10, '\0');
-    while (current < line && at < p->log_written) {
-        size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), p->log_written - at));
-        ssize_t r = ::pread(in.get(), buf.data(), n, static_cast<off_t>(at));
-        if (r <= 0) {
-            break;
-        }
-        const char* begin = buf.data();
-        const char* end = begin + r;
-        for (const char* c = begin; c < end; ++c) {
-            if (*c == '\n' && ++current == line) {
-                return at + static_cast<uint64_t>(c - begin) + 1;
+    uint64_t current = mark.line;
+    std::optional<uint64_t> found;
+    ASSIGN_OR_RETURN(
+        const uint64_t scanned,
+        scan_log(*p, mark.offset, p->log_written, [&](std::string_view chunk, uint64_t at) {
+            for (size_t nl = chunk.find('\n'); nl != std::string_view::npos;
+                 nl = chunk.find('\n', nl + 1)) {
+                if (++current == line) {
+                    found = at + nl + 1;
+                    return false;
+                }
             }
-        }
-        at += static_cast<uint64_t>(r);
-    }
-    return std::min(at, p->ring.total());
+            return true;
+        }));
+    return found.value_or(std::min(scanned, p->ring.total()));
 }
 
 Result<uint64_t> ProcessManagerImpl::cursor(const std::string& id) {

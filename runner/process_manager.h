@@ -115,6 +115,11 @@ private:
     // The log of `p` opened with `flags` (| O_CLOEXEC | O_NOFOLLOW), beneath log_dir_fd_ when
     // there is one. -1 with errno on failure.
     int open_log_file(const Proc& p, int flags, mode_t mode = 0) const;
+    // Reads the log of `p` over [from, to) in chunks, handing each to `chunk_fn(bytes, offset)`
+    // until it returns false or the log ends; returns where it stopped.
+    Result<uint64_t> scan_log(
+        const Proc& p, uint64_t from, uint64_t to,
+        const std::function<bool(std::string_view, uint64_t)>& chunk_fn) const;
     // Called on the reader thread.
     void on_output(Proc& p, const char* data, size_t n);
     void on_output_closed(Proc& p);

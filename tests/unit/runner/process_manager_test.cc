@@ -34,6 +34,12 @@ std::string make_temp_dir(const char* prefix) {
     return templ;
 }
 
+// A `sleep` argument no other test run on the machine uses at the same time: "300.<our pid>",
+// which sleep reads as 300 seconds and a bit.
+std::string own(const char* seconds) {
+    return std::string(seconds) + "." + std::to_string(::getpid());
+}
+
 // Whether a `sleep <arg>` runs (not a zombie) anywhere this process can see.
 bool sleeping(const std::string& arg) {
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
@@ -276,10 +282,10 @@ protected:
 
 TEST_F(LeftoverTest, WhatACommandLeftRunningIsStoppedAndReportedWithItsExit) {
     auto& m = pm({.drain_quiet = 50ms});
-    auto p =
-        m.start(shell("sleep 300 & setsid sleep 301 </dev/null >/dev/null 2>&1 & "
-                      "(sleep 302 </dev/null >/dev/null 2>&1 &) ; echo started",
-                      false));
+    auto p = m.start(shell("sleep " + own("300") + " & setsid sleep " + own("301") +
+                               " </dev/null >/dev/null 2>&1 & (sleep " + own("302") +
+                               " </dev/null >/dev/null 2>&1 &) ; echo started",
+                           false));
     ASSERT_TRUE(p.has_value());
     auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
     ASSERT_TRUE(done.has_value());
@@ -294,7 +300,7 @@ TEST_F(LeftoverTest, WhatACommandLeftRunningIsStoppedAndReportedWithItsExit) {
     }
     EXPECT_TRUE(closed) << "SIGTERM ended the sleep that held the pipe";
     for (const char* n : {"300", "301", "302"}) {
-        EXPECT_FALSE(sleeping(n)) << "sleep " << n << " outlived its command";
+        EXPECT_FALSE(sleeping(own(n))) << "sleep " << n << " outlived its command";
     }
     m.forget(p->id);
 }
@@ -302,38 +308,40 @@ TEST_F(LeftoverTest, WhatACommandLeftRunningIsStoppedAndReportedWithItsExit) {
 TEST_F(LeftoverTest, ACommandThatIgnoresSigtermIsKilledAfterTheGrace) {
     auto& m = pm({.drain_quiet = 50ms});
     // The leader waits a little, so that its child has set its trap and become the sleep.
-    auto p = m.start(
-        shell("(trap '' TERM; exec sleep 303) </dev/null >/dev/null 2>&1 & sleep 0.5", false));
+    auto p = m.start(shell(
+        "(trap '' TERM; exec sleep " + own("303") + ") </dev/null >/dev/null 2>&1 & sleep 0.5",
+        false));
     ASSERT_TRUE(p.has_value());
     auto done = m.wait_exit(p->id, std::chrono::steady_clock::now() + 10s, {}, {});
     ASSERT_TRUE(done.has_value());
     EXPECT_EQ(done->leftovers, 1U);
-    EXPECT_TRUE(sleeping("303")) << "still in its grace period";
-    for (int i = 0; i < 100 && sleeping("303"); ++i) {
+    EXPECT_TRUE(sleeping(own("303"))) << "still in its grace period";
+    for (int i = 0; i < 100 && sleeping(own("303")); ++i) {
         std::this_thread::sleep_for(50ms);
     }
-    EXPECT_FALSE(sleeping("303")) << "SIGKILL after the grace";
+    EXPECT_FALSE(sleeping(own("303"))) << "SIGKILL after the grace";
     m.forget(p->id);
 }
 
 TEST_F(LeftoverTest, WhatARunningCommandStartsStaysBeneathIt) {
     auto& m = pm();
-    auto p = m.start(shell("setsid sleep 304 </dev/null >/dev/null 2>&1 & sleep 30", true));
+    auto p = m.start(
+        shell("setsid sleep " + own("304") + " </dev/null >/dev/null 2>&1 & sleep 30", true));
     ASSERT_TRUE(p.has_value());
-    for (int i = 0; i < 100 && !sleeping("304"); ++i) {
+    for (int i = 0; i < 100 && !sleeping(own("304")); ++i) {
         std::this_thread::sleep_for(20ms);
     }
-    EXPECT_TRUE(sleeping("304")) << "nothing is stopped while its command runs";
+    EXPECT_TRUE(sleeping(own("304"))) << "nothing is stopped while its command runs";
     auto stopped = m.stop(p->id, 2s);
     ASSERT_TRUE(stopped.has_value());
     EXPECT_EQ(stopped->state, tools::ProcessState::kStopped);
     // The setsid'd sleep left the group, not the command (and the group's own `sleep 30` may
     // still be on its way out of the SIGTERM when its shell has gone).
     EXPECT_GE(stopped->leftovers, 1U);
-    for (int i = 0; i < 100 && sleeping("304"); ++i) {
+    for (int i = 0; i < 100 && sleeping(own("304")); ++i) {
         std::this_thread::sleep_for(20ms);
     }
-    EXPECT_FALSE(sleeping("304"));
+    EXPECT_FALSE(sleeping(own("304")));
 }
 
 TEST_F(ProcessManagerTest, APtyMakesTheOutputATerminal) {
