@@ -1,6 +1,7 @@
 #include "policy/bash_analysis.h"
 
 #include <array>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -277,14 +278,15 @@ constexpr std::array kWriters = {
     FileProgram{"shred", "ns"}, FileProgram{"unlink", ""},
 };
 
+// The short options of `name` in `table` that take a value ("" when it is not there).
 template <size_t N>
-const std::string_view* lookup(const std::array<FileProgram, N>& table, std::string_view name) {
+std::string_view short_with_value(const std::array<FileProgram, N>& table, std::string_view name) {
     for (const FileProgram& program : table) {
         if (program.name == name) {
-            return &program.short_with_value;
+            return program.short_with_value;
         }
     }
-    return nullptr;
+    return {};
 }
 
 // The host a URL or remote spec names: "https://user@Host:8443/x" → "host",
@@ -552,288 +554,318 @@ private:
         }
     }
 
+    // What running `name` with `argv` reads, writes and reaches: the handler for the program
+    // (kPrograms), if there is one. A program without one is only run (kProcessExecute).
     void derive(std::string_view name, Words argv) {
+        if (const Handler handler = program_handler(name)) {
+            (this->*handler)(name, argv);
+        }
+    }
+
+    // ---- one handler per program (or family): argv[0] is the program as written ---------
+
+    void change_dir(std::string_view, Words argv) {
         const Words rest = argv.subspan(1);
-        if (one_of(name, {"cd", "pushd"})) {
-            const CommandArgs args = parse_args(rest, "");
-            if (args.positional.empty()) {
-                if (!ctx_.home.empty()) {
-                    cwd_ = normalise_path(ctx_.home, "/");
-                }
-            } else if (auto dir = resolve(args.positional.front())) {
-                cwd_ = *dir;
+        const CommandArgs args = parse_args(rest, "");
+        if (args.positional.empty()) {
+            if (!ctx_.home.empty()) {
+                cwd_ = normalise_path(ctx_.home, "/");
             }
-            return;
+        } else if (auto dir = resolve(args.positional.front())) {
+            cwd_ = *dir;
         }
-        if (const std::string_view* spec = lookup(kReaders, name)) {
-            const CommandArgs args =
-                parse_args(rest, *spec,
-                           {"--lines", "--bytes", "--language", "--line-range", "--highlight-line",
-                            "--map-syntax", "--delimiter", "--fields"});
-            for (const ShellWord& file : args.positional) {
-                read(file);
-            }
-            return;
+    }
+
+    // kReaders: every positional is a file read.
+    void reader(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args =
+            parse_args(rest, short_with_value(kReaders, name),
+                       {"--lines", "--bytes", "--language", "--line-range", "--highlight-line",
+                        "--map-syntax", "--delimiter", "--fields"});
+        for (const ShellWord& file : args.positional) {
+            read(file);
         }
-        if (one_of(name, {"source", "."}) && !rest.empty()) {
+    }
+
+    // kWriters: every positional is a file written.
+    void writer(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(rest, short_with_value(kWriters, name),
+                                            {"--date", "--reference", "--mode", "--size"});
+        for (const ShellWord& file : args.positional) {
+            write(file);
+        }
+        if (const ShellWord* ref = args.value({"-r", "--reference"});
+            ref != nullptr && one_of(name, {"touch", "truncate"})) {
+            read(*ref);
+        }
+    }
+
+    void source(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        if (!rest.empty()) {
             read(rest.front());
-            return;
         }
-        if (name == "xxd") {
-            const CommandArgs args = parse_args(rest, "clsgo");
-            if (!args.positional.empty()) {
-                read(args.positional[0]);
-            }
-            if (args.positional.size() > 1) {
-                write(args.positional[1]);
-            }
-            return;
+    }
+
+    void xxd(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(rest, "clsgo");
+        if (!args.positional.empty()) {
+            read(args.positional[0]);
         }
-        if (one_of(name, {"sort", "uniq"})) {
-            const CommandArgs args = parse_args(rest, "kotSTfsw", {"--output", "--key"});
-            const size_t inputs = name == "uniq" ? std::min<size_t>(1, args.positional.size())
-                                                 : args.positional.size();
-            for (size_t i = 0; i < inputs; ++i) {
-                read(args.positional[i]);
-            }
-            if (name == "uniq" && args.positional.size() > 1) {
-                write(args.positional[1]);
-            }
-            if (const ShellWord* output = args.value({"-o", "--output"})) {
-                write(*output);
-            }
-            return;
+        if (args.positional.size() > 1) {
+            write(args.positional[1]);
         }
-        if (one_of(name, {"grep", "egrep", "fgrep", "zgrep"})) {
-            const CommandArgs args = parse_args(
-                rest, "efmABCdD",
-                {"--regexp", "--file", "--max-count", "--after-context", "--before-context",
-                 "--context", "--devices", "--directories", "--label", "--binary-files"});
-            if (const ShellWord* file = args.value({"-f", "--file"})) {
-                read(*file);
-            }
-            const bool recursive = args.has_short('r') || args.has_short('R') ||
-                                   args.has_long("--recursive") ||
-                                   args.has_long("--dereference-recursive");
-            read_after_program(args, args.has_value({"-e", "--regexp", "-f", "--file"}), recursive);
-            return;
+    }
+
+    void sort_uniq(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(rest, "kotSTfsw", {"--output", "--key"});
+        const size_t inputs =
+            name == "uniq" ? std::min<size_t>(1, args.positional.size()) : args.positional.size();
+        for (size_t i = 0; i < inputs; ++i) {
+            read(args.positional[i]);
         }
-        if (name == "rg") {
-            const CommandArgs args =
-                parse_args(rest, "efmABCgtTjMrE",
-                           {"--regexp",    "--file",         "--glob",          "--iglob",
-                            "--type",      "--type-not",     "--max-count",     "--threads",
-                            "--replace",   "--max-columns",  "--after-context", "--before-context",
-                            "--context",   "--encoding",     "--sort",          "--sortr",
-                            "--max-depth", "--max-filesize", "--type-add",      "--pre",
-                            "--colors",    "--color",        "--ignore-file"});
-            if (const ShellWord* file = args.value({"-f", "--file"})) {
-                read(*file);
-            }
-            if (args.has_long("--files")) {
-                for (const ShellWord& dir : args.positional) {
-                    read(dir, true);
-                }
-                if (args.positional.empty()) {
-                    read_cwd();
-                }
-                return;
-            }
-            read_after_program(args, args.has_value({"-e", "--regexp", "-f", "--file"}), true);
-            return;
+        if (name == "uniq" && args.positional.size() > 1) {
+            write(args.positional[1]);
         }
-        if (name == "sed") {
-            const CommandArgs args =
-                parse_args(rest, "efl", {"--expression", "--file", "--line-length"});
-            if (const ShellWord* file = args.value({"-f", "--file"})) {
-                read(*file);
+        if (const ShellWord* output = args.value({"-o", "--output"})) {
+            write(*output);
+        }
+    }
+
+    void grep(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args =
+            parse_args(rest, "efmABCdD",
+                       {"--regexp", "--file", "--max-count", "--after-context", "--before-context",
+                        "--context", "--devices", "--directories", "--label", "--binary-files"});
+        if (const ShellWord* file = args.value({"-f", "--file"})) {
+            read(*file);
+        }
+        const bool recursive = args.has_short('r') || args.has_short('R') ||
+                               args.has_long("--recursive") ||
+                               args.has_long("--dereference-recursive");
+        read_after_program(args, args.has_value({"-e", "--regexp", "-f", "--file"}), recursive);
+    }
+
+    void ripgrep(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(
+            rest, "efmABCgtTjMrE",
+            {"--regexp",        "--file",           "--glob",         "--iglob",    "--type",
+             "--type-not",      "--max-count",      "--threads",      "--replace",  "--max-columns",
+             "--after-context", "--before-context", "--context",      "--encoding", "--sort",
+             "--sortr",         "--max-depth",      "--max-filesize", "--type-add", "--pre",
+             "--colors",        "--color",          "--ignore-file"});
+        if (const ShellWord* file = args.value({"-f", "--file"})) {
+            read(*file);
+        }
+        if (args.has_long("--files")) {
+            for (const ShellWord& dir : args.positional) {
+                read(dir, true);
             }
-            const bool given = args.has_value({"-e", "--expression", "-f", "--file"});
-            const bool in_place = args.has_short('i') || args.has_long("--in-place") ||
-                                  args.has_value({"--in-place"});
-            for (size_t i = given ? 0 : 1; i < args.positional.size(); ++i) {
-                read(args.positional[i]);
-                if (in_place) {
-                    write(args.positional[i]);
-                }
+            if (args.positional.empty()) {
+                read_cwd();
             }
             return;
         }
-        if (one_of(name, {"awk", "gawk", "mawk", "nawk"})) {
-            const CommandArgs args =
-                parse_args(rest, "fvF", {"--file", "--assign", "--field-separator"});
-            if (const ShellWord* file = args.value({"-f", "--file"})) {
-                read(*file);
-            }
-            read_after_program(args, args.has_value({"-f", "--file"}), false);
-            return;
+        read_after_program(args, args.has_value({"-e", "--regexp", "-f", "--file"}), true);
+    }
+
+    void sed(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args =
+            parse_args(rest, "efl", {"--expression", "--file", "--line-length"});
+        if (const ShellWord* file = args.value({"-f", "--file"})) {
+            read(*file);
         }
-        if (one_of(name, {"cp", "mv"})) {
-            copy_like(parse_args(rest, "tS", {"--target-directory", "--suffix"}), name == "mv");
-            return;
+        const bool given = args.has_value({"-e", "--expression", "-f", "--file"});
+        const bool in_place =
+            args.has_short('i') || args.has_long("--in-place") || args.has_value({"--in-place"});
+        for (size_t i = given ? 0 : 1; i < args.positional.size(); ++i) {
+            read(args.positional[i]);
+            if (in_place) {
+                write(args.positional[i]);
+            }
         }
-        if (name == "install") {
-            const CommandArgs args = parse_args(
-                rest, "tSmog", {"--target-directory", "--suffix", "--mode", "--owner", "--group"});
-            if (args.has_short('d') || args.has_long("--directory")) {
-                for (const ShellWord& dir : args.positional) {
-                    write(dir);
-                }
-            } else {
-                copy_like(args, false);
-            }
-            return;
+    }
+
+    void awk(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args =
+            parse_args(rest, "fvF", {"--file", "--assign", "--field-separator"});
+        if (const ShellWord* file = args.value({"-f", "--file"})) {
+            read(*file);
         }
-        if (name == "ln") {
-            copy_like(parse_args(rest, "tS", {"--target-directory", "--suffix"}), false);
-            return;
+        read_after_program(args, args.has_value({"-f", "--file"}), false);
+    }
+
+    void copy_move(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        copy_like(parse_args(rest, "tS", {"--target-directory", "--suffix"}), name == "mv");
+    }
+
+    void link(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        copy_like(parse_args(rest, "tS", {"--target-directory", "--suffix"}), false);
+    }
+
+    void install(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(
+            rest, "tSmog", {"--target-directory", "--suffix", "--mode", "--owner", "--group"});
+        if (args.has_short('d') || args.has_long("--directory")) {
+            for (const ShellWord& dir : args.positional) {
+                write(dir);
+            }
+        } else {
+            copy_like(args, false);
         }
-        if (const std::string_view* spec = lookup(kWriters, name)) {
-            const CommandArgs args =
-                parse_args(rest, *spec, {"--date", "--reference", "--mode", "--size"});
-            for (const ShellWord& file : args.positional) {
-                write(file);
-            }
-            if (const ShellWord* ref = args.value({"-r", "--reference"});
-                ref != nullptr && one_of(name, {"touch", "truncate"})) {
-                read(*ref);
-            }
-            return;
-        }
-        if (name == "dd") {
-            for (const ShellWord& operand : rest) {
-                const std::string_view text = operand.text;
-                if (text.starts_with("if=") || text.starts_with("of=")) {
-                    const ShellWord file{.text = std::string(text.substr(3)),
-                                         .quoted = operand.quoted,
-                                         .tilde = text.substr(3).starts_with('~'),
-                                         .expands = operand.expands,
-                                         .assignment = false};
-                    if (text.starts_with("if=")) {
-                        read(file);
-                    } else {
-                        write(file);
-                    }
-                }
-            }
-            return;
-        }
-        if (name == "curl") {
-            const CommandArgs args = parse_args(rest, "AbcCdDeEFHKmoQrTuUwxXyYz",
-                                                {"--url",
-                                                 "--output",
-                                                 "--data",
-                                                 "--data-raw",
-                                                 "--data-binary",
-                                                 "--data-urlencode",
-                                                 "--header",
-                                                 "--request",
-                                                 "--user",
-                                                 "--cookie",
-                                                 "--cookie-jar",
-                                                 "--proxy",
-                                                 "--connect-timeout",
-                                                 "--max-time",
-                                                 "--retry",
-                                                 "--user-agent",
-                                                 "--form",
-                                                 "--upload-file",
-                                                 "--write-out",
-                                                 "--config",
-                                                 "--referer",
-                                                 "--resolve",
-                                                 "--cacert",
-                                                 "--cert",
-                                                 "--key",
-                                                 "--limit-rate",
-                                                 "--range",
-                                                 "--dump-header",
-                                                 "--output-dir"});
-            std::vector<ShellWord> urls = args.positional;
-            if (const ShellWord* url = args.value({"--url"})) {
-                urls.push_back(*url);
-            }
-            network_to(name, urls);
-            for (std::string_view option :
-                 {"-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar"}) {
-                if (const ShellWord* file = args.value({option})) {
-                    write(*file);
-                }
-            }
-            if (const ShellWord* file = args.value({"-T", "--upload-file", "-K", "--config"})) {
-                read(*file);
-            }
-            return;
-        }
-        if (name == "wget") {
-            const CommandArgs args =
-                parse_args(rest, "OoaPeiUtTwQlAIRDXY",
-                           {"--output-document", "--output-file", "--append-output",
-                            "--directory-prefix", "--input-file", "--user-agent", "--tries",
-                            "--timeout", "--wait", "--user", "--password", "--header"});
-            network_to(name, args.positional);
-            for (std::string_view option : {"-O", "--output-document", "-o", "--output-file", "-a",
-                                            "--append-output", "-P", "--directory-prefix"}) {
-                if (const ShellWord* file = args.value({option})) {
-                    write(*file);
-                }
-            }
-            if (const ShellWord* file = args.value({"-i", "--input-file"})) {
-                read(*file);
-            }
-            return;
-        }
-        if (one_of(name, {"ssh", "sftp", "mosh"})) {
-            const CommandArgs args = parse_args(rest, "BbcDEeFIiJLlmOopQRSWw");
-            std::string host;
-            if (!args.positional.empty()) {
-                const std::string_view dest = args.positional.front().text;
-                host = url_host(dest.find(':') == std::string_view::npos &&
-                                        dest.find("://") == std::string_view::npos
-                                    ? std::string(dest) + ":"
-                                    : std::string(dest));
-            }
-            network(name, std::move(host));
-            if (const ShellWord* identity = args.value({"-i"})) {
-                read(*identity);
-            }
-            if (const ShellWord* config = args.value({"-F"})) {
-                read(*config);
-            }
-            return;
-        }
-        if (one_of(name, {"scp", "rsync"})) {
-            const CommandArgs args =
-                name == "scp" ? parse_args(rest, "cFiJlmoPS")
-                              : parse_args(rest, "eBfTM",
-                                           {"--rsh", "--filter", "--exclude", "--include",
-                                            "--exclude-from", "--include-from"});
-            bool remote = false;
-            for (size_t i = 0; i < args.positional.size(); ++i) {
-                const ShellWord& spec = args.positional[i];
-                if (remote_spec(spec.text)) {
-                    remote = true;
-                    network(name, url_host(spec.text));
-                } else if (i + 1 == args.positional.size() && args.positional.size() > 1) {
-                    write(spec);
+    }
+
+    void dd(std::string_view, Words argv) {
+        const Words rest = argv.subspan(1);
+        for (const ShellWord& operand : rest) {
+            const std::string_view text = operand.text;
+            if (text.starts_with("if=") || text.starts_with("of=")) {
+                const ShellWord file{.text = std::string(text.substr(3)),
+                                     .quoted = operand.quoted,
+                                     .tilde = text.substr(3).starts_with('~'),
+                                     .expands = operand.expands,
+                                     .assignment = false};
+                if (text.starts_with("if=")) {
+                    read(file);
                 } else {
-                    read(spec);
+                    write(file);
                 }
             }
-            if (name == "scp" && !remote) {
-                network(name, "");
+        }
+    }
+
+    void curl(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(rest, "AbcCdDeEFHKmoQrTuUwxXyYz",
+                                            {"--url",
+                                             "--output",
+                                             "--data",
+                                             "--data-raw",
+                                             "--data-binary",
+                                             "--data-urlencode",
+                                             "--header",
+                                             "--request",
+                                             "--user",
+                                             "--cookie",
+                                             "--cookie-jar",
+                                             "--proxy",
+                                             "--connect-timeout",
+                                             "--max-time",
+                                             "--retry",
+                                             "--user-agent",
+                                             "--form",
+                                             "--upload-file",
+                                             "--write-out",
+                                             "--config",
+                                             "--referer",
+                                             "--resolve",
+                                             "--cacert",
+                                             "--cert",
+                                             "--key",
+                                             "--limit-rate",
+                                             "--range",
+                                             "--dump-header",
+                                             "--output-dir"});
+        std::vector<ShellWord> urls = args.positional;
+        if (const ShellWord* url = args.value({"--url"})) {
+            urls.push_back(*url);
+        }
+        network_to(name, urls);
+        for (std::string_view option :
+             {"-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar"}) {
+            if (const ShellWord* file = args.value({option})) {
+                write(*file);
             }
-            return;
         }
-        if (one_of(name, {"nc", "ncat", "netcat", "telnet", "socat"})) {
-            const CommandArgs args = parse_args(rest, "eIiOpqsTwXxc");
-            network_to(name, args.positional);
-            return;
+        if (const ShellWord* file = args.value({"-T", "--upload-file", "-K", "--config"})) {
+            read(*file);
         }
-        if (name == "git") {
-            derive_git(argv);
-            return;
+    }
+
+    void wget(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args =
+            parse_args(rest, "OoaPeiUtTwQlAIRDXY",
+                       {"--output-document", "--output-file", "--append-output",
+                        "--directory-prefix", "--input-file", "--user-agent", "--tries",
+                        "--timeout", "--wait", "--user", "--password", "--header"});
+        network_to(name, args.positional);
+        for (std::string_view option : {"-O", "--output-document", "-o", "--output-file", "-a",
+                                        "--append-output", "-P", "--directory-prefix"}) {
+            if (const ShellWord* file = args.value({option})) {
+                write(*file);
+            }
         }
+        if (const ShellWord* file = args.value({"-i", "--input-file"})) {
+            read(*file);
+        }
+    }
+
+    void ssh(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = parse_args(rest, "BbcDEeFIiJLlmOopQRSWw");
+        std::string host;
+        if (!args.positional.empty()) {
+            const std::string_view dest = args.positional.front().text;
+            host = url_host(dest.find(':') == std::string_view::npos &&
+                                    dest.find("://") == std::string_view::npos
+                                ? std::string(dest) + ":"
+                                : std::string(dest));
+        }
+        network(name, std::move(host));
+        if (const ShellWord* identity = args.value({"-i"})) {
+            read(*identity);
+        }
+        if (const ShellWord* config = args.value({"-F"})) {
+            read(*config);
+        }
+    }
+
+    void copy_remote(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        const CommandArgs args = name == "scp"
+                                     ? parse_args(rest, "cFiJlmoPS")
+                                     : parse_args(rest, "eBfTM",
+                                                  {"--rsh", "--filter", "--exclude", "--include",
+                                                   "--exclude-from", "--include-from"});
+        bool remote = false;
+        for (size_t i = 0; i < args.positional.size(); ++i) {
+            const ShellWord& spec = args.positional[i];
+            if (remote_spec(spec.text)) {
+                remote = true;
+                network(name, url_host(spec.text));
+            } else if (i + 1 == args.positional.size() && args.positional.size() > 1) {
+                write(spec);
+            } else {
+                read(spec);
+            }
+        }
+        if (name == "scp" && !remote) {
+            network(name, "");
+        }
+    }
+
+    void netcat(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
+        network_to(name, parse_args(rest, "eIiOpqsTwXxc").positional);
+    }
+
+    void git(std::string_view, Words argv) { derive_git(argv); }
+
+    // Package managers: installing fetches from their registry.
+    void package_manager(std::string_view name, Words argv) {
+        const Words rest = argv.subspan(1);
         const CommandArgs args = parse_args(rest, "");
         const std::string_view sub =
             args.positional.empty() ? std::string_view() : args.positional.front().text;
@@ -901,6 +933,57 @@ private:
         if (modifies) {
             git_modify(sub);
         }
+    }
+
+    using Handler = void (Deriver::*)(std::string_view name, Words argv);
+
+    // The table of programs the analysis knows, by name; null for any other program.
+    static Handler program_handler(std::string_view name) {
+        struct Row {
+            std::initializer_list<std::string_view> names;
+            Handler handler;
+        };
+        static const auto* const table = [] {
+            const std::initializer_list<Row> rows = {
+                {{"cd", "pushd"}, &Deriver::change_dir},
+                {{"source", "."}, &Deriver::source},
+                {{"xxd"}, &Deriver::xxd},
+                {{"sort", "uniq"}, &Deriver::sort_uniq},
+                {{"grep", "egrep", "fgrep", "zgrep"}, &Deriver::grep},
+                {{"rg"}, &Deriver::ripgrep},
+                {{"sed"}, &Deriver::sed},
+                {{"awk", "gawk", "mawk", "nawk"}, &Deriver::awk},
+                {{"cp", "mv"}, &Deriver::copy_move},
+                {{"install"}, &Deriver::install},
+                {{"ln"}, &Deriver::link},
+                {{"dd"}, &Deriver::dd},
+                {{"curl"}, &Deriver::curl},
+                {{"wget"}, &Deriver::wget},
+                {{"ssh", "sftp", "mosh"}, &Deriver::ssh},
+                {{"scp", "rsync"}, &Deriver::copy_remote},
+                {{"nc", "ncat", "netcat", "telnet", "socat"}, &Deriver::netcat},
+                {{"git"}, &Deriver::git},
+                {{"pip", "pip3", "python", "python3", "npm", "pnpm", "yarn", "cargo", "apt",
+                  "apt-get", "aptitude", "go"},
+                 &Deriver::package_manager},
+            };
+            // Never destroyed: analysis may run while static destructors do.
+            auto* by_name = new std::unordered_map<std::string_view, Handler>();  // NOLINT
+            for (const FileProgram& program : kReaders) {
+                by_name->emplace(program.name, &Deriver::reader);
+            }
+            for (const FileProgram& program : kWriters) {
+                by_name->emplace(program.name, &Deriver::writer);
+            }
+            for (const Row& row : rows) {
+                for (std::string_view program : row.names) {
+                    by_name->emplace(program, row.handler);
+                }
+            }
+            return by_name;
+        }();
+        const auto it = table->find(name);
+        return it == table->end() ? nullptr : it->second;
     }
 
     RequestContext ctx_;
