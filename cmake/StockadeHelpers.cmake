@@ -20,12 +20,46 @@ function(stockade_apply_flags target)
     target_link_options(${target} PRIVATE ${STOCKADE_LINK_HARDENING})
 endfunction()
 
+# The dependency rule (DESIGN.md §2): common <- policy, workspace, sandbox <- tools <- runner;
+# images uses sandbox. STOCKADE_MAY_USE_<module> lists the modules whose headers it may include.
+set(STOCKADE_MAY_USE_common "")
+set(STOCKADE_MAY_USE_policy common)
+set(STOCKADE_MAY_USE_workspace common)
+set(STOCKADE_MAY_USE_sandbox common)
+set(STOCKADE_MAY_USE_images sandbox common)
+set(STOCKADE_MAY_USE_tools policy workspace sandbox common)
+set(STOCKADE_MAY_USE_runner tools images policy workspace sandbox common)
+
+# stockade_include_view(module OUT_DIR): a directory holding a link to the module's own folder
+# and to each folder it may use, and nothing else. A module compiles with its view, not the
+# project root, as its include path: an #include past the rule does not compile.
+function(stockade_include_view module out_var)
+    set(view ${PROJECT_BINARY_DIR}/include-view/${module})
+    file(MAKE_DIRECTORY ${view})
+    foreach(used ${module} ${STOCKADE_MAY_USE_${module}})
+        if(NOT EXISTS ${view}/${used})
+            file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${used} ${view}/${used} SYMBOLIC)
+        endif()
+    endforeach()
+    set(${out_var} ${view} PARENT_SCOPE)
+endfunction()
+
 # stockade_library(NAME sandbox SRCS a.cc b.cc DEPS stockade::common)
+# A stockade:: dependency outside STOCKADE_MAY_USE_<NAME> is a configure error.
 function(stockade_library)
     cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+    if(NOT DEFINED STOCKADE_MAY_USE_${ARG_NAME})
+        message(FATAL_ERROR "module ${ARG_NAME} is not in the dependency rule (cmake/StockadeHelpers.cmake)")
+    endif()
+    foreach(dep ${ARG_DEPS})
+        if(dep MATCHES "^stockade::(.*)$" AND NOT CMAKE_MATCH_1 IN_LIST STOCKADE_MAY_USE_${ARG_NAME})
+            message(FATAL_ERROR "${ARG_NAME} may not depend on ${dep} (DESIGN.md §2)")
+        endif()
+    endforeach()
     add_library(stockade_${ARG_NAME} STATIC ${ARG_SRCS})
     add_library(stockade::${ARG_NAME} ALIAS stockade_${ARG_NAME})
-    target_include_directories(stockade_${ARG_NAME} PUBLIC ${PROJECT_SOURCE_DIR})
+    stockade_include_view(${ARG_NAME} view)
+    target_include_directories(stockade_${ARG_NAME} PUBLIC ${view})
     target_link_libraries(stockade_${ARG_NAME} PUBLIC ${ARG_DEPS})
     stockade_apply_flags(stockade_${ARG_NAME})
 endfunction()
