@@ -11,17 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/utf8.h"
+
 namespace stockade::tools {
 
-// ---- UTF-8 -------------------------------------------------------------------------------
+// ---- UTF-8 (common/utf8.h) ----------------------------------------------------------------
 
-// The longest prefix of `s` of at most `max_bytes` that does not end inside a code point.
-std::string_view utf8_prefix(std::string_view s, size_t max_bytes);
-// The longest suffix of `s` of at most `max_bytes` that does not start inside a code point.
-std::string_view utf8_suffix(std::string_view s, size_t max_bytes);
-bool is_valid_utf8(std::string_view s);
-// Replaces every invalid sequence with U+FFFD, so the text can travel in JSON.
-std::string sanitize_utf8(std::string_view s);
 // Keeps the first `max_chars` code points; when more followed, appends `marker`.
 std::string truncate_chars(std::string_view s, size_t max_chars, std::string_view marker,
                            bool* truncated = nullptr);

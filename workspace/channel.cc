@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
+#include "common/utf8.h"
 
 namespace stockade::workspace::channel {
 
@@ -74,46 +75,6 @@ Status check_depth(std::string_view text) {
         return malformed(fmt::format("header nests deeper than {} levels", kMaxHeaderDepth));
     }
     return {};
-}
-
-// `s` with every ill-formed UTF-8 sequence (Unicode table 3-7: no overlongs, no surrogates,
-// nothing above U+10FFFF) replaced by U+FFFD, one replacement per offending byte.
-std::string valid_utf8(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    size_t i = 0;
-    while (i < s.size()) {
-        const auto b0 = static_cast<unsigned char>(s[i]);
-        size_t len = 0;
-        unsigned char lo = 0x80;
-        unsigned char hi = 0xBF;
-        if (b0 < 0x80) {
-            len = 1;
-        } else if (b0 >= 0xC2 && b0 <= 0xDF) {
-            len = 2;
-        } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-            len = 3;
-            lo = b0 == 0xE0 ? 0xA0 : 0x80;
-            hi = b0 == 0xED ? 0x9F : 0xBF;
-        } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-            len = 4;
-            lo = b0 == 0xF0 ? 0x90 : 0x80;
-            hi = b0 == 0xF4 ? 0x8F : 0xBF;
-        }
-        bool ok = len > 0 && i + len <= s.size();
-        for (size_t k = 1; ok && k < len; ++k) {
-            const auto b = static_cast<unsigned char>(s[i + k]);
-            ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
-        }
-        if (ok) {
-            out.append(s.substr(i, len));
-            i += len;
-        } else {
-            out += "\xEF\xBF\xBD";
-            ++i;
-        }
-    }
-    return out;
 }
 
 Result<Frame> decode_body(std::string body) {
@@ -1022,7 +983,7 @@ Result<std::string> encode_reply(const Reply& reply) {
                        std::vector<std::pair<std::string, const DirEntry*>> named;
                        named.reserve(entries.size());
                        for (const DirEntry& e : entries) {
-                           named.emplace_back(valid_utf8(e.name), &e);
+                           named.emplace_back(sanitize_utf8(e.name), &e);
                        }
                        std::stable_sort(
                            named.begin(), named.end(),
@@ -1067,7 +1028,7 @@ Result<std::string> encode_reply(const Reply& reply) {
                        std::vector<std::string> names;
                        names.reserve(c.names.size());
                        for (const std::string& name : c.names) {
-                           names.push_back(valid_utf8(name));
+                           names.push_back(sanitize_utf8(name));
                        }
                        std::sort(names.begin(), names.end());
                        names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -1079,7 +1040,7 @@ Result<std::string> encode_reply(const Reply& reply) {
                        h["names"] = std::move(names);
                    },
                    [&](const RealPath& r) {
-                       h["path"] = valid_utf8(r.path);
+                       h["path"] = sanitize_utf8(r.path);
                        h["exists"] = r.exists;
                    },
                    [&](const ProcessCensus& c) {
@@ -1093,7 +1054,7 @@ Result<std::string> encode_reply(const Reply& reply) {
                        for (const ProcessCensus::Session& session : c.sessions) {
                            arr.push_back({{"sid", session.sid},
                                           {"processes", session.processes},
-                                          {"name", valid_utf8(session.name.substr(0, 64))}});
+                                          {"name", sanitize_utf8(session.name.substr(0, 64))}});
                        }
                        h["sessions"] = std::move(arr);
                    },

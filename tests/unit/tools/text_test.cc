@@ -5,24 +5,6 @@
 namespace stockade::tools {
 namespace {
 
-TEST(TextTest, Utf8PrefixNeverCutsACodePoint) {
-    const std::string s = "ab\u00e9\u20ac";  // a b é(2) €(3)
-    EXPECT_EQ(utf8_prefix(s, 3), "ab");
-    EXPECT_EQ(utf8_prefix(s, 4), "ab\u00e9");
-    EXPECT_EQ(utf8_prefix(s, 6), "ab\u00e9");
-    EXPECT_EQ(utf8_prefix(s, 7), s);
-    EXPECT_EQ(utf8_suffix(s, 2), "");
-    EXPECT_EQ(utf8_suffix(s, 3), "\u20ac");
-}
-
-TEST(TextTest, SanitizeReplacesInvalidSequences) {
-    EXPECT_TRUE(is_valid_utf8("h\u00e9"));
-    EXPECT_FALSE(is_valid_utf8("h\xE9"));
-    EXPECT_EQ(sanitize_utf8("h\xE9!"), "h\uFFFD!");
-    EXPECT_FALSE(is_valid_utf8("\xC0\x80"));      // overlong NUL
-    EXPECT_FALSE(is_valid_utf8("\xED\xA0\x80"));  // surrogate
-}
-
 TEST(TextTest, TruncateCharsCountsCodePoints) {
     bool cut = false;
     EXPECT_EQ(truncate_chars("\u00e9\u00e9\u00e9", 2, "\u2026", &cut), "\u00e9\u00e9\u2026");
