@@ -135,27 +135,6 @@ size_t program_index(const std::vector<std::string>& words) {
     return words.size();
 }
 
-// Optimal string alignment distance (Levenshtein plus adjacent transpositions).
-size_t osa_distance(std::string_view a, std::string_view b) {
-    std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1, 0));
-    for (size_t i = 0; i <= a.size(); ++i) {
-        d[i][0] = i;
-    }
-    for (size_t j = 0; j <= b.size(); ++j) {
-        d[0][j] = j;
-    }
-    for (size_t i = 1; i <= a.size(); ++i) {
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-            }
-        }
-    }
-    return d[a.size()][b.size()];
-}
-
 // Builtins that are also standalone programs behaving the same for plain words: a command
 // such as `true` or `echo done` needs no shell (and saves bash's start-up, ~1 ms).
 constexpr std::array<std::string_view, 6> kAlsoPrograms = {

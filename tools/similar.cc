@@ -47,6 +47,29 @@ size_t levenshtein(std::string_view a, std::string_view b, size_t max_distance) 
     return row[b.size()];
 }
 
+size_t osa_distance(std::string_view a, std::string_view b) {
+    // Three rows of the (a.size()+1) x (b.size()+1) table: two back, one back, this one.
+    std::vector<size_t> two_back(b.size() + 1);
+    std::vector<size_t> one_back(b.size() + 1);
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) {
+        one_back[j] = j;
+    }
+    for (size_t i = 1; i <= a.size(); ++i) {
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            row[j] = std::min({one_back[j] + 1, row[j - 1] + 1, one_back[j - 1] + cost});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+                row[j] = std::min(row[j], two_back[j - 2] + 1);
+            }
+        }
+        std::swap(two_back, one_back);
+        std::swap(one_back, row);
+    }
+    return one_back[b.size()];
+}
+
 double similarity(std::string_view a, std::string_view b) {
     const size_t longest = std::max(a.size(), b.size());
     if (longest == 0) {

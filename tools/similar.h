@@ -17,6 +17,9 @@ size_t levenshtein(std::string_view a, std::string_view b, size_t max_distance =
 // 1 - distance / max(length): 1 for equal strings (two empty strings included), 0 for
 // completely different ones.
 double similarity(std::string_view a, std::string_view b);
+// Optimal string alignment distance: Levenshtein plus the swap of two adjacent characters as
+// one edit ("gti" is one from "git"), each substring edited at most once.
+size_t osa_distance(std::string_view a, std::string_view b);
 
 // Up to `max_results` of `candidates` (workspace-relative paths) that look like `missing`,
 // closest first: a close whole-path spelling, or the same or a close file name in another

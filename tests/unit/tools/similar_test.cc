@@ -12,6 +12,17 @@ TEST(SimilarTest, Levenshtein) {
     EXPECT_EQ(levenshtein("kitten", "sitting", 1), 2U);  // capped: max + 1
 }
 
+TEST(SimilarTest, OsaCountsAnAdjacentSwapAsOneEdit) {
+    EXPECT_EQ(osa_distance("git", "gti"), 1U);
+    EXPECT_EQ(levenshtein("git", "gti"), 2U);
+    EXPECT_EQ(osa_distance("", "abc"), 3U);
+    EXPECT_EQ(osa_distance("abc", ""), 3U);
+    EXPECT_EQ(osa_distance("kitten", "sitting"), 3U);
+    EXPECT_EQ(osa_distance("ca", "abc"), 3U);  // not 2: OSA edits each substring once
+    EXPECT_EQ(osa_distance("python", "pyhton"), 1U);
+    EXPECT_EQ(osa_distance("same", "same"), 0U);
+}
+
 TEST(SimilarTest, Similarity) {
     EXPECT_DOUBLE_EQ(similarity("", ""), 1.0);
     EXPECT_DOUBLE_EQ(similarity("abcd", "abcd"), 1.0);
