@@ -922,6 +922,25 @@ Result<std::string> LocalWorkspace::find_rg() const {
 }
 
 Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
+    ASSIGN_OR_RETURN(std::unique_ptr<RgRun> run, start_rg(request));
+    for (;;) {
+        std::array<pollfd, 3> fds{};
+        const size_t n = run->poll_fds(fds);
+        const auto wait =
+            std::chrono::ceil<std::chrono::milliseconds>(run->wake_at() - Clock::now());
+        const int ready = ::poll(fds.data(), static_cast<nfds_t>(n),
+                                 static_cast<int>(std::clamp<int64_t>(wait.count(), 0, INT_MAX)));
+        if (ready < 0 && errno != EINTR) {
+            return errno_error("rg: poll", errno);
+        }
+        ASSIGN_OR_RETURN(bool over, run->advance());
+        if (over) {
+            return run->finish();
+        }
+    }
+}
+
+Result<std::unique_ptr<RgRun>> LocalWorkspace::start_rg(const RgRequest& request) {
     ASSIGN_OR_RETURN(int root_dir, root_fd(request.root));
     ASSIGN_OR_RETURN(std::string rg, find_rg());
 
@@ -992,11 +1011,17 @@ Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
     if (rc != 0) {
         return errno_error("rg: prepare spawn", rc);
     }
+    for (int fd : {out.first.get(), err.first.get()}) {
+        int flags = ::fcntl(fd, F_GETFL);
+        if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+            return errno_error("rg: set pipe non-blocking", errno);
+        }
+    }
     pid_t pid = -1;
-    ChildTable& table = children();
     {
-        // rg is entered in the table before reap_children (on another thread) could see it
-        // exit: run_rg waits for it by pid and needs its status.
+        // rg is entered in the table before reap_children (on another thread, or later on
+        // this one) could see it exit: its RgRun waits for it by pid and needs its status.
+        ChildTable& table = children();
         std::lock_guard lock(table.mu);
         rc = ::posix_spawn(&pid, rg.c_str(), &actions, &attr, argv.data(), envp.data());
         if (rc == 0) {
@@ -1010,114 +1035,141 @@ Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
         }
         return e;
     }
-    out.second.reset();
-    err.second.reset();
-    devnull.reset();
-    // Runs after kill_and_reap (declared first): once rg is reaped, its pid is no one's.
-    Defer forget_rg{[&] {
-        std::lock_guard lock(table.mu);
-        table.waited_elsewhere.erase(pid);
-    }};
-    // Until reaped, rg's pid is also its process group id: killing the group is safe.
-    Defer kill_and_reap{[&] {
-        (void)::kill(-pid, SIGKILL);
-        (void)retry_eintr([&] { return ::waitpid(pid, nullptr, 0); });
-    }};
     // A pidfd wakes the poll when rg exits; without one (old kernel, seccomp), poll in steps.
+    // Opened while rg is unreaped, so the pid is still rg's.
     UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    for (int fd : {out.first.get(), err.first.get()}) {
-        int flags = ::fcntl(fd, F_GETFL);
-        if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) {
-            return errno_error("rg: set pipe non-blocking", errno);
+    // From here the run owns the pid: its destructor kills the group and reaps rg.
+    return std::unique_ptr<RgRun>(
+        new RgRun(pid, std::move(out.first), std::move(err.first), std::move(pidfd), request));
+}
+
+RgRun::RgRun(pid_t pid, UniqueFd out, UniqueFd err, UniqueFd pidfd, const RgRequest& request)
+    : pid_(pid),
+      out_(std::move(out)),
+      err_(std::move(err)),
+      pidfd_(std::move(pidfd)),
+      max_output_bytes_(request.max_output_bytes),
+      deadline_(Clock::now() + request.timeout),
+      next_look_(Clock::now()),
+      buf_(kReadChunk) {}
+
+RgRun::~RgRun() {
+    kill_and_forget();
+}
+
+void RgRun::kill_and_forget() noexcept {
+    if (pid_ < 0) {
+        return;
+    }
+    // Until reaped, rg's pid is also its process group id: killing the group is safe.
+    (void)::kill(-pid_, SIGKILL);
+    (void)retry_eintr([&] { return ::waitpid(pid_, nullptr, 0); });
+    // Forgotten only once reaped: until then reap_children must not take it for an orphan.
+    ChildTable& table = children();
+    std::lock_guard lock(table.mu);
+    table.waited_elsewhere.erase(pid_);
+    pid_ = -1;
+}
+
+size_t RgRun::poll_fds(std::span<pollfd, 3> out) const {
+    size_t n = 0;
+    if (out_open_) {
+        out[n++] = pollfd{out_.get(), POLLIN, 0};
+    }
+    if (err_open_) {
+        out[n++] = pollfd{err_.get(), POLLIN, 0};
+    }
+    if (!exited_ && pidfd_) {
+        out[n++] = pollfd{pidfd_.get(), POLLIN, 0};
+    }
+    return n;
+}
+
+RgRun::Clock::time_point RgRun::wake_at() const {
+    const Clock::time_point at = outcome_.timed_out ? give_up_ : deadline_;
+    return !exited_ && !pidfd_ ? std::min(at, next_look_) : at;
+}
+
+Result<bool> RgRun::drain(int fd, std::string& dst, size_t cap, bool* truncated) {
+    size_t taken = 0;
+    while (taken < kStepBytes) {
+        const ssize_t n = ::read(fd, buf_.data(), buf_.size());
+        if (n > 0) {
+            const size_t take = std::min(static_cast<size_t>(n), cap - std::min(cap, dst.size()));
+            dst.append(buf_.data(), take);
+            if (take < static_cast<size_t>(n) && truncated != nullptr) {
+                *truncated = true;
+            }
+            taken += static_cast<size_t>(n);
+            continue;
+        }
+        if (n == 0) {
+            return false;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            return true;
+        }
+        return errno_error("rg: read output", errno);
+    }
+    return true;  // more may be there: the next advance() takes it
+}
+
+Result<bool> RgRun::advance() {
+    const Clock::time_point now = Clock::now();
+    if (!outcome_.timed_out && now >= deadline_) {
+        (void)::kill(-pid_, SIGKILL);
+        outcome_.timed_out = true;
+        give_up_ = now + kKillGrace;
+    }
+    if (now >= give_up_) {
+        return true;  // a pipe held open by something that escaped the group; rg is dead
+    }
+    if (out_open_) {
+        ASSIGN_OR_RETURN(out_open_,
+                         drain(out_.get(), outcome_.out, max_output_bytes_, &outcome_.truncated));
+        if (!out_open_) {
+            out_.reset();
         }
     }
-
-    RgOutcome outcome;
-    std::vector<char> buf(kReadChunk);
-    // Reads what is there; bytes past `cap` are read and dropped. false at EOF.
-    auto drain = [&](int fd, std::string& dst, size_t cap, bool* truncated) -> Result<bool> {
-        for (;;) {
-            ssize_t n = ::read(fd, buf.data(), buf.size());
-            if (n > 0) {
-                size_t take = std::min(static_cast<size_t>(n), cap - std::min(cap, dst.size()));
-                dst.append(buf.data(), take);
-                if (take < static_cast<size_t>(n) && truncated != nullptr) {
-                    *truncated = true;
-                }
-                continue;
-            }
-            if (n == 0) {
-                return false;
-            }
-            if (errno == EINTR) {
-                continue;
-            }
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                return true;
-            }
-            return errno_error("rg: read output", errno);
+    if (err_open_) {
+        ASSIGN_OR_RETURN(err_open_, drain(err_.get(), outcome_.err, kRgMaxErrBytes, nullptr));
+        if (!err_open_) {
+            err_.reset();
         }
-    };
-    auto exited = [&]() {
+    }
+    if (!exited_) {
         siginfo_t info{};
-        return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-               info.si_pid == pid;
-    };
+        exited_ =
+            ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == pid_;
+        if (exited_) {
+            pidfd_.reset();
+        } else if (!pidfd_) {
+            next_look_ = Clock::now() + std::chrono::milliseconds(10);
+        }
+    }
+    return !out_open_ && !err_open_ && exited_;
+}
 
-    const Clock::time_point deadline = Clock::now() + request.timeout;
-    Clock::time_point give_up = Clock::time_point::max();
-    bool out_open = true;
-    bool err_open = true;
-    bool done = false;
-    while (out_open || err_open || !done) {
-        const Clock::time_point now = Clock::now();
-        if (!outcome.timed_out && now >= deadline) {
-            (void)::kill(-pid, SIGKILL);
-            outcome.timed_out = true;
-            give_up = now + kKillGrace;
-        }
-        if (now >= give_up) {
-            break;  // a pipe held open by something that escaped the group; rg is dead
-        }
-        const Clock::time_point until = outcome.timed_out ? give_up : deadline;
-        auto wait = std::chrono::ceil<std::chrono::milliseconds>(until - now);
-        std::array<pollfd, 3> fds{};
-        nfds_t n = 0;
-        if (out_open) {
-            fds[n++] = pollfd{out.first.get(), POLLIN, 0};
-        }
-        if (err_open) {
-            fds[n++] = pollfd{err.first.get(), POLLIN, 0};
-        }
-        if (!done && pidfd) {
-            fds[n++] = pollfd{pidfd.get(), POLLIN, 0};
-        } else if (!done) {
-            wait = std::min(wait, std::chrono::milliseconds(10));
-        }
-        int ready =
-            ::poll(fds.data(), n, static_cast<int>(std::clamp<int64_t>(wait.count(), 0, INT_MAX)));
-        if (ready < 0 && errno != EINTR) {
-            return errno_error("rg: poll", errno);
-        }
-        if (out_open) {
-            ASSIGN_OR_RETURN(out_open, drain(out.first.get(), outcome.out, request.max_output_bytes,
-                                             &outcome.truncated));
-        }
-        if (err_open) {
-            ASSIGN_OR_RETURN(err_open,
-                             drain(err.first.get(), outcome.err, kRgMaxErrBytes, nullptr));
-        }
-        if (!done) {
-            done = exited();
-        }
-    }
+Result<RgOutcome> RgRun::finish() {
     // rg has exited or been killed; take down anything it left in its group, then reap.
-    kill_and_reap.dismiss();
-    (void)::kill(-pid, SIGKILL);
+    (void)::kill(-pid_, SIGKILL);
     int status = 0;
-    if (retry_eintr([&] { return ::waitpid(pid, &status, 0); }) != pid) {
-        return errno_error("rg: waitpid", errno);
+    const pid_t reaped = retry_eintr([&] { return ::waitpid(pid_, &status, 0); });
+    const int wait_errno = errno;
+    {
+        ChildTable& table = children();
+        std::lock_guard lock(table.mu);
+        table.waited_elsewhere.erase(pid_);
     }
+    const pid_t pid = std::exchange(pid_, -1);
+    if (reaped != pid) {
+        return errno_error("rg: waitpid", wait_errno);
+    }
+    RgOutcome outcome = std::move(outcome_);
     if (outcome.timed_out) {
         outcome.exit_code = -1;
     } else if (WIFEXITED(status)) {

@@ -8,15 +8,20 @@
 // with kPermissionDenied before touching the disk.
 //
 // Children: spawn forks commands for the bash and process tools; their status pipes (and rg's
-// pid while run_rg waits for it) are kept in one process-wide table, since waitpid reaps per
+// pid while a run of it is unreaped) are kept in one process-wide table, since waitpid reaps per
 // process, not per object. reap_children collects exited children (and, where the worker is
 // pid 1 of its namespace, the orphans reparented to it) and delivers each spawned leader's
 // wait status.
 #pragma once
 
+#include <poll.h>
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +31,62 @@
 #include "workspace/workspace.h"
 
 namespace stockade::workspace {
+
+// One rg run in progress, started by LocalWorkspace::start_rg and driven by its owner's poll
+// loop: poll poll_fds() for POLLIN, call advance() when one of them is ready or wake_at() has
+// come, and finish() once advance() returned true. run_rg drives one this way and waits;
+// serve_channel drives several beside the channel, so that rg never blocks the worker.
+//
+// rg runs in its own process group; at the timeout the whole group is SIGKILLed. The run owns
+// rg's pid until it is reaped: the pid stays in the process-wide child table (reap_children
+// leaves it alone) until finish() or the destructor, which SIGKILLs the group and reaps rg.
+// Thread: one thread drives a run (not thread-safe); reap_children may run on another.
+class RgRun {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    RgRun(const RgRun&) = delete;
+    RgRun& operator=(const RgRun&) = delete;
+    RgRun(RgRun&&) = delete;
+    RgRun& operator=(RgRun&&) = delete;
+    ~RgRun();
+
+    // The descriptors to poll for POLLIN: stdout and stderr while open, the pidfd until rg
+    // exits. Writes them to the front of `out` and returns how many.
+    size_t poll_fds(std::span<pollfd, 3> out) const;
+    // When advance() must run even if no descriptor is ready: the timeout, the end of the grace
+    // for the pipes after the kill, or the next look at rg where there is no pidfd.
+    [[nodiscard]] Clock::time_point wake_at() const;
+    // Reads what the pipes hold (at most kStepBytes each per call, so that one chatty rg does
+    // not starve its owner's other work), kills the group at the timeout, looks whether rg
+    // exited. true: the run is over (finish() is next); never blocks.
+    Result<bool> advance();
+    // Precondition: advance() returned true. Kills what rg left in its group, reaps rg.
+    Result<RgOutcome> finish();
+
+    static constexpr size_t kStepBytes = size_t{1} << 20;
+
+private:
+    friend class LocalWorkspace;
+    RgRun(pid_t pid, UniqueFd out, UniqueFd err, UniqueFd pidfd, const RgRequest& request);
+    // Reads `fd` until EAGAIN or kStepBytes; bytes past `cap` are read and dropped. false: EOF.
+    Result<bool> drain(int fd, std::string& dst, size_t cap, bool* truncated);
+    void kill_and_forget() noexcept;
+
+    pid_t pid_ = -1;  // rg, unreaped while >= 0; also its process group id
+    UniqueFd out_;
+    UniqueFd err_;
+    UniqueFd pidfd_;  // invalid where pidfd_open is unavailable: wake_at() then polls in steps
+    size_t max_output_bytes_ = 0;
+    Clock::time_point deadline_;
+    Clock::time_point give_up_ = Clock::time_point::max();
+    Clock::time_point next_look_{};  // without a pidfd: when to look whether rg exited
+    bool out_open_ = true;
+    bool err_open_ = true;
+    bool exited_ = false;
+    RgOutcome outcome_{};
+    std::vector<char> buf_;
+};
 
 class LocalWorkspace final : public Workspace {
 public:
@@ -70,8 +131,12 @@ public:
     Result<std::vector<DirEntry>> list(Root root, const std::string& path,
                                        size_t max_entries) override;
     // rg with cwd = the root, stdin /dev/null, env PATH only, in its own process group; the
-    // timeout SIGKILLs the group. Output past max_output_bytes is read and dropped.
+    // timeout SIGKILLs the group. Output past max_output_bytes is read and dropped. Blocks
+    // until rg ends: start_rg and drive the run instead to do other work meanwhile.
     Result<RgOutcome> run_rg(const RgRequest& request) override;
+    // Starts rg as run_rg does and returns at once; the timeout counts from now. Errors are
+    // run_rg's (rg missing: kUnavailable; a NUL in an argument: kInvalidArgument).
+    Result<std::unique_ptr<RgRun>> start_rg(const RgRequest& request);
 
     // fork + execve (see SpawnRequest): a new session, stdio dup'ed, signal dispositions and
     // mask reset, cwd beneath the workspace root, every other descriptor closed. argv[0] is
@@ -91,10 +156,10 @@ public:
     // Reaps every exited child without blocking: a spawned leader's exit report (its wait
     // status and, with Options::stop_leftovers, what it left running: workspace/exit_report.h)
     // goes to its status pipe, which is then closed; other exited children — orphans that
-    // were reparented to this process — are reaped and dropped. rg's pid is left to run_rg.
+    // were reparented to this process — are reaped and dropped. rg's pid is left to its RgRun.
     // Returns how long until it must be called again (a leftover's SIGKILL is due), or
-    // nullopt. Thread-safe. serve_channel calls it on SIGCHLD, after each request and when
-    // the time it returned has passed.
+    // nullopt. Thread-safe. serve_channel calls it on SIGCHLD, after each reply and when the
+    // time it returned has passed.
     std::optional<std::chrono::milliseconds> reap_children();
 
     static constexpr size_t kMaxPathCommands = 20'000;

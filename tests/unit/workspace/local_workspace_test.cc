@@ -2,11 +2,18 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <chrono>
+#include <span>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -37,6 +44,23 @@ bool kernel_has_openat2() {
         return true;
     }
     return errno != ENOSYS;
+}
+
+// The state letter of /proc/<pid>/stat ("" once the process is gone).
+std::string read_proc_state(int pid) {
+    std::string text;
+    const int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return text;
+    }
+    char buf[1024];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    (void)::close(fd);
+    if (n > 0) {
+        text.assign(buf, static_cast<size_t>(n));
+    }
+    const size_t paren = text.rfind(')');
+    return paren == std::string::npos || paren + 2 >= text.size() ? "" : text.substr(paren + 2, 1);
 }
 
 std::vector<std::string> names_of(const std::vector<DirEntry>& entries) {
@@ -478,6 +502,90 @@ TEST_P(LocalWorkspaceTest, RgGetsOnlyPathCwdAtTheRootAndNullStdin) {
     // the only descriptors are stdio (and ls's own directory descriptor).
     EXPECT_THAT(env->out, StartsWith(fmt::format("PATH=/usr/bin:/bin\n{}\n", real)));
     EXPECT_THAT(env->out, ::testing::EndsWith("\n0\n1\n2\n3\n"));
+}
+
+// Drives runs as serve_channel does: one poll over every run's descriptors.
+Result<RgOutcome> drive_until_over(RgRun& run, const std::vector<RgRun*>& others = {}) {
+    for (;;) {
+        std::vector<pollfd> fds(3);
+        fds.resize(run.poll_fds(std::span<pollfd, 3>(fds.data(), 3)));
+        auto until = run.wake_at();
+        for (RgRun* other : others) {
+            std::array<pollfd, 3> more{};
+            const size_t n = other->poll_fds(more);
+            fds.insert(fds.end(), more.begin(), more.begin() + static_cast<ptrdiff_t>(n));
+            until = std::min(until, other->wake_at());
+        }
+        const auto wait =
+            std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+        (void)::poll(fds.data(), fds.size(),
+                     static_cast<int>(std::clamp<int64_t>(wait.count(), 0, 1000)));
+        for (RgRun* other : others) {
+            auto over = other->advance();
+            EXPECT_THAT(over, IsOk());
+            EXPECT_FALSE(over && *over) << "the other run ended first";
+        }
+        ASSIGN_OR_RETURN(bool over, run.advance());
+        if (over) {
+            return run.finish();
+        }
+    }
+}
+
+TEST_P(LocalWorkspaceTest, RgRunsStartedTogetherEndEachInItsOwnTime) {
+    auto opts = options();
+    opts.rg_path = "/bin/sh";
+    auto ws = LocalWorkspace::open(tmp_.at("ws"), "", opts);
+    ASSERT_THAT(ws, IsOk());
+    // The first waits for "release", which only the test creates; the second ends at once.
+    auto slow = ws->start_rg(
+        RgRequest{.args = {"-c", "while [ ! -e release ]; do sleep 0.01; done; echo slow"}});
+    ASSERT_THAT(slow, IsOk());
+    auto quick = ws->start_rg(RgRequest{.args = {"-c", "echo quick; echo oops >&2; exit 1"}});
+    ASSERT_THAT(quick, IsOk());
+
+    auto q = drive_until_over(**quick, {slow->get()});
+    ASSERT_THAT(q, IsOk());
+    EXPECT_EQ(q->out, "quick\n");
+    EXPECT_EQ(q->err, "oops\n");
+    EXPECT_EQ(q->exit_code, 1);
+
+    tmp_.write("ws/release", "");
+    auto s = drive_until_over(**slow);
+    ASSERT_THAT(s, IsOk());
+    EXPECT_EQ(s->out, "slow\n");
+    EXPECT_EQ(s->exit_code, 0);
+    EXPECT_FALSE(s->timed_out);
+}
+
+TEST_P(LocalWorkspaceTest, AnRgRunDroppedUnfinishedKillsItsGroup) {
+    auto opts = options();
+    opts.rg_path = "/bin/sh";
+    auto ws = LocalWorkspace::open(tmp_.at("ws"), "", opts);
+    ASSERT_THAT(ws, IsOk());
+    auto run = ws->start_rg(RgRequest{.args = {"-c", "sleep 30 & echo $! > child; wait"}});
+    ASSERT_THAT(run, IsOk());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while ((!tmp_.exists("ws/child") || tmp_.read("ws/child").empty()) &&
+           std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const std::string text = tmp_.read("ws/child");
+    int child = 0;
+    (void)std::from_chars(text.data(), text.data() + text.size(), child);
+    ASSERT_GT(child, 0);
+    run->reset();  // rg (the shell) is reaped; its group, the sleep included, is SIGKILLed
+    // The sleep is not this process's child: it is gone once /proc has no live entry for it.
+    const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    bool alive = true;
+    while (alive && std::chrono::steady_clock::now() < gone_by) {
+        const std::string stat = read_proc_state(child);
+        alive = !stat.empty() && stat != "Z";
+        if (alive) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    EXPECT_FALSE(alive) << "the rg's group outlived its run";
 }
 
 TEST_P(LocalWorkspaceTest, RgMissingIsUnavailable) {
