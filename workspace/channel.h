@@ -41,6 +41,8 @@
 //   hello, mkdirs  nothing more
 //            {"v":1,"id":N,"ok":false,"error":{"code":"not-found","message":"...","errno":N}}
 // Replies do not name their op: the requester knows what it asked (decode_reply takes it).
+// Replies may come in another order than their requests (the worker answers rg when rg ends and
+// every other request at once): the id says which request a reply answers.
 // Only a spawn reply carries descriptors; any other frame that does is malformed.
 // Every frame carries "v"; a frame of another version is a decode error naming both versions,
 // so the first exchange (hello) detects a mismatched worker.
