@@ -1,6 +1,7 @@
 #include "workspace/remote_workspace.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <fmt/format.h>
@@ -24,6 +25,12 @@ Error invalid_reply(std::string_view why) {
 
 double seconds(std::chrono::milliseconds d) {
     return static_cast<double>(d.count()) / 1000.0;
+}
+
+Error not_answered(Op op, std::chrono::milliseconds timeout) {
+    return Error{Errc::kUnavailable,
+                 fmt::format("the sandbox worker did not answer \"{}\" within {} s",
+                             channel::op_name(op), seconds(timeout))};
 }
 
 enum class FdKind : uint8_t { kPipeToRead, kPipeToWrite, kPtyMaster };
@@ -206,12 +213,54 @@ std::string RemoteWorkspace::root_path(Root root) const {
     return {};
 }
 
-Error RemoteWorkspace::break_locked(Error error) {
-    if (!broken_) {
-        broken_ = error;
+Error RemoteWorkspace::gone_locked() const {
+    return Error{Errc::kUnavailable,
+                 fmt::format("the sandbox worker is gone ({})", broken_->message)};
+}
+
+void RemoteWorkspace::break_locked(const Error& cause, Breakage how, uint64_t to) {
+    if (broken_) {
+        return;  // every call in flight was answered by the first break
     }
-    fd_.reset();  // the worker sees EOF; nothing more is read from an untrusted stream
-    return error;
+    for (auto& [id, slot] : pending_) {
+        switch (how) {
+            case Breakage::kDied:
+                slot->result = Error{Errc::kUnavailable,
+                                     fmt::format("the sandbox worker died during \"{}\": {}",
+                                                 channel::op_name(slot->op), cause.message),
+                                     cause.sys_errno};
+                break;
+            case Breakage::kInvalid:
+                slot->result = cause;
+                break;
+            case Breakage::kOther:
+                slot->result =
+                    id == to ? cause
+                             : Error{Errc::kUnavailable,
+                                     fmt::format("the sandbox worker is gone ({})", cause.message)};
+                break;
+        }
+        slot->cv.notify_one();
+    }
+    pending_.clear();
+    broken_ =
+        how == Breakage::kDied
+            ? Error{Errc::kUnavailable, fmt::format("the sandbox worker died: {}", cause.message),
+                    cause.sys_errno}
+            : cause;
+    // Nothing more is read from an untrusted stream, and the worker sees EOF. The descriptor
+    // stays open (see fd_): a reader or sender blocked on it wakes with an error.
+    (void)::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+void RemoteWorkspace::pass_reading_locked() {
+    for (auto& [id, slot] : pending_) {
+        if (slot->waiting) {
+            slot->cv.notify_one();
+            return;
+        }
+    }
+    // No one waits yet: the next caller to wait finds reading_ false and reads.
 }
 
 Status RemoteWorkspace::handshake() {
@@ -224,83 +273,179 @@ Status RemoteWorkspace::handshake() {
 
 Result<channel::ReplyValue> RemoteWorkspace::call(const channel::RequestArgs& args,
                                                   std::chrono::milliseconds timeout) {
-    std::lock_guard lock(mu_);
-    if (broken_) {
-        return Error{Errc::kUnavailable,
-                     fmt::format("the sandbox worker is gone ({})", broken_->message)};
+    bool greeted = false;
+    {
+        std::lock_guard lock(mu_);
+        if (broken_) {
+            return gone_locked();
+        }
+        greeted = greeted_;
     }
-    if (!greeted_) {
-        ASSIGN_OR_RETURN(channel::ReplyValue hello,
-                         exchange_locked(channel::HelloArgs{}, options_.call_timeout));
-        (void)hello;
-        greeted_ = true;
-        if (channel::op_of(args) == Op::kHello) {
-            return hello;
+    if (greeted) {
+        return exchange(args, timeout);
+    }
+    {
+        // The first calls wait for one hello; one that failed leaves the next call to retry.
+        std::lock_guard hello_lock(hello_mu_);
+        {
+            std::lock_guard lock(mu_);
+            greeted = greeted_;
+        }
+        if (!greeted) {
+            ASSIGN_OR_RETURN(channel::ReplyValue hello,
+                             exchange(channel::HelloArgs{}, options_.call_timeout));
+            {
+                std::lock_guard lock(mu_);
+                greeted_ = true;
+            }
+            if (channel::op_of(args) == Op::kHello) {
+                return hello;
+            }
         }
     }
-    return exchange_locked(args, timeout);
+    return exchange(args, timeout);
 }
 
-Result<channel::ReplyValue> RemoteWorkspace::exchange_locked(const channel::RequestArgs& args,
-                                                             std::chrono::milliseconds timeout) {
+Result<channel::ReplyValue> RemoteWorkspace::exchange(const channel::RequestArgs& args,
+                                                      std::chrono::milliseconds timeout) {
     const Op op = channel::op_of(args);
-    const uint64_t id = next_id_++;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    uint64_t id = 0;
+    {
+        std::lock_guard lock(mu_);
+        if (broken_) {
+            return gone_locked();
+        }
+        id = next_id_++;
+    }
     // A request that cannot be encoded (a path with NUL, a write above the frame limit) is the
     // caller's error: nothing was sent and the channel stays usable.
     ASSIGN_OR_RETURN(std::string frame, channel::encode_request(channel::Request{id, args}));
 
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto lost = [&](const Error& e) {
-        if (e.code == Errc::kDeadlineExceeded) {
-            return break_locked(
-                Error{Errc::kUnavailable, fmt::format("the sandbox worker did not answer \"{}\" "
-                                                      "within {} s",
-                                                      channel::op_name(op), seconds(timeout))});
+    Slot slot;
+    slot.op = op;
+    slot.args = &args;
+    slot.timeout = timeout;
+    {
+        // Registered before the request goes: its reply may be read before send_frame returns.
+        std::lock_guard lock(mu_);
+        if (broken_) {
+            return gone_locked();
         }
-        return break_locked(Error{Errc::kUnavailable,
-                                  fmt::format("the sandbox worker died during \"{}\": {}",
-                                              channel::op_name(op), e.message),
-                                  e.sys_errno});
-    };
-    if (auto sent = channel::send_frame(fd_.get(), frame, {}, deadline); !sent) {
-        return lost(sent.error());
+        pending_.emplace(id, &slot);
     }
-    auto received = channel::recv_frame(fd_.get(), deadline);
-    if (!received) {
-        if (received.error().code == Errc::kInvalidArgument) {
-            return break_locked(invalid_reply(received.error().message));
+    Status sent = [&]() -> Status {
+        std::unique_lock send_lock(send_mu_, std::defer_lock);
+        if (!send_lock.try_lock_until(deadline)) {
+            return Error{Errc::kDeadlineExceeded, "send frame: deadline passed"};
         }
-        return lost(received.error());
+        return channel::send_frame(fd_.get(), frame, {}, deadline);
+    }();
+
+    std::unique_lock lock(mu_);
+    if (!sent) {
+        // Part of a frame may be on the stream: it cannot be used again.
+        if (sent.error().code == Errc::kDeadlineExceeded) {
+            break_locked(not_answered(op, timeout), Breakage::kOther, id);
+        } else {
+            break_locked(sent.error(), Breakage::kDied);
+        }
+    }
+    // Until the result is in: read while no one else does, else wait to be handed the result
+    // or the reading. Invariant: while any caller waits, one of the waiters reads.
+    slot.waiting = true;
+    bool reader = false;
+    while (!slot.result) {
+        if (!reading_) {
+            reading_ = true;
+            reader = true;
+        }
+        if (reader) {
+            read_one(lock, id, slot, deadline);
+            continue;
+        }
+        if (slot.cv.wait_until(lock, deadline) == std::cv_status::timeout && !slot.result) {
+            break_locked(not_answered(op, timeout), Breakage::kOther, id);
+        }
+    }
+    slot.waiting = false;
+    if (reader) {
+        reading_ = false;
+        pass_reading_locked();
+    }
+    return std::move(*slot.result);
+}
+
+void RemoteWorkspace::read_one(std::unique_lock<std::mutex>& lock, uint64_t self_id, Slot& self,
+                               std::chrono::steady_clock::time_point deadline) {
+    lock.unlock();
+    auto received = channel::recv_frame(fd_.get(), deadline);
+    lock.lock();
+    if (broken_) {
+        return;  // broken meanwhile (which woke the read): every slot has its result
+    }
+    if (!received) {
+        const Error& e = received.error();
+        if (e.code == Errc::kInvalidArgument) {
+            break_locked(invalid_reply(e.message), Breakage::kInvalid);
+        } else if (e.code == Errc::kDeadlineExceeded) {
+            break_locked(not_answered(self.op, self.timeout), Breakage::kOther, self_id);
+        } else {
+            break_locked(e, Breakage::kDied);
+        }
+        return;
     }
     if (!received->has_value()) {
-        return lost(Error{Errc::kUnavailable, "the channel closed"});
+        break_locked(Error{Errc::kUnavailable, "the channel closed"}, Breakage::kDied);
+        return;
     }
+    channel::Received frame = std::move(**received);
+    // Replies do not name their op: the id says which call's op to decode it as.
+    const std::optional<uint64_t> id = channel::recover_id(frame.frame);
+    auto it = id ? pending_.find(*id) : pending_.end();
+    if (it == pending_.end()) {
+        break_locked(invalid_reply(id ? fmt::format("reply id {} answers no request in flight", *id)
+                                      : std::string("reply without an unsigned integer \"id\"")),
+                     Breakage::kInvalid);
+        return;
+    }
+    const Op op = it->second->op;
+    // Decoded without the lock (a payload may be 16 MiB). Only the reader delivers, and a break
+    // sets broken_, so the slot is still pending afterwards unless the channel broke.
+    lock.unlock();
     // decode_reply takes the descriptors: kept by a spawn reply that announces them, closed
     // otherwise (and the reply is then invalid).
-    auto reply = channel::decode_reply((*received)->frame, op, (*received)->fds);
+    auto reply = channel::decode_reply(frame.frame, op, frame.fds);
+    lock.lock();
+    if (broken_) {
+        return;
+    }
+    it = pending_.find(*id);
+    Slot& slot = *it->second;
     if (!reply) {
         if (reply.error().code == Errc::kFailedPrecondition) {
-            return break_locked(
-                Error{Errc::kFailedPrecondition,
-                      fmt::format("the sandbox worker speaks another channel protocol: {}",
-                                  reply.error().message)});
+            break_locked(Error{Errc::kFailedPrecondition,
+                               fmt::format("the sandbox worker speaks another channel protocol: {}",
+                                           reply.error().message)},
+                         Breakage::kOther, *id);
+        } else {
+            break_locked(invalid_reply(reply.error().message), Breakage::kOther, *id);
         }
-        return break_locked(invalid_reply(reply.error().message));
-    }
-    if (reply->id != id) {
-        return break_locked(invalid_reply(
-            fmt::format("reply id {} answers no request (expected {})", reply->id, id)));
+        return;
     }
     if (!reply->result) {
         if (reply->result.error().code == Errc::kPolicyDenied) {
-            return break_locked(invalid_reply("the worker claims a policy decision"));
+            break_locked(invalid_reply("the worker claims a policy decision"), Breakage::kOther,
+                         *id);
+            return;
         }
-        return std::move(reply->result).error();
+    } else if (auto checked = check_reply(*slot.args, *reply->result); !checked) {
+        break_locked(checked.error(), Breakage::kOther, *id);
+        return;
     }
-    if (auto checked = check_reply(args, *reply->result); !checked) {
-        return break_locked(std::move(checked).error());
-    }
-    return std::move(*reply->result);
+    slot.result = std::move(reply->result);
+    pending_.erase(it);
+    slot.cv.notify_one();
 }
 
 Result<FileInfo> RemoteWorkspace::stat(Root root, const std::string& path) {

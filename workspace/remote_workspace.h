@@ -13,10 +13,28 @@
 // Errors the worker reports for the operation itself (kNotFound, ...) pass through unchanged
 // and leave the channel usable.
 //
-// Thread-safe: one exchange at a time (a mutex around each request/reply pair).
+// Concurrent calls: requests are multiplexed by id, so a long rg does not hold up a read, a
+// spawn or a signal (the worker answers rg when it ends and everything else at once, so replies
+// may arrive in another order than the requests went). A send lock keeps each request frame
+// whole on the stream. Replies are read by one of the waiting callers at a time (the reader),
+// which hands each reply to the caller waiting for its id and, once its own reply came, passes
+// the reading to another waiting caller: no thread of its own, and an uncontended call reads
+// its own reply as a lone exchange would. Every reply is checked by the reader before anything
+// after it is read: a reply whose id no call waits for (unknown, forged or answered already)
+// breaks the channel like any other invalid reply; a call in flight when it breaks fails too
+// ("the sandbox worker died during ..." for a death, kInternal for an invalid reply nobody can
+// be sure was not meant for it, "the sandbox worker is gone ..." when another call's deadline
+// or reply broke it). Each call keeps its own deadline (call_timeout; rg: its timeout plus
+// rg_grace), counted from the call, whoever reads.
+//
+// Thread-safe. Must not be destroyed while a call is in flight (its owner keeps it alive, e.g.
+// SessionWorker through a shared_ptr held by each call).
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,24 +84,58 @@ public:
     Result<ProcessCensus> census() override;
 
 private:
-    // One exchange, after the hello if there was none. Preconditions: none (takes mu_).
+    // One call in flight, on its caller's stack; registered in pending_ from before its request
+    // is sent until its result is filled in. Guarded by mu_.
+    struct Slot {
+        channel::Op op = channel::Op::kHello;
+        const channel::RequestArgs* args = nullptr;  // the caller's, alive while registered
+        std::chrono::milliseconds timeout{};
+        std::optional<Result<channel::ReplyValue>> result{};  // filled: the call is over
+        bool waiting = false;                                 // its caller waits for a reply
+        std::condition_variable cv{};                         // result filled, or read now
+    };
+    // How a break reaches the calls in flight (see the header comment).
+    enum class Breakage : uint8_t {
+        kDied,     // EOF or I/O error: each call "died during" its own op
+        kInvalid,  // an invalid frame meant for no call in particular: each gets the error
+        kOther,    // meant for one call (`to`); the others are told the worker is gone
+    };
+
+    // The hello if there was none, then the exchange. Preconditions: none (takes the locks).
     Result<channel::ReplyValue> call(const channel::RequestArgs& args,
                                      std::chrono::milliseconds timeout);
-    // Preconditions: mu_ held, channel not broken.
-    Result<channel::ReplyValue> exchange_locked(const channel::RequestArgs& args,
-                                                std::chrono::milliseconds timeout);
-    // Preconditions: mu_ held. Records why the channel broke and returns `error`.
-    Error break_locked(Error error);
+    // Registers, sends, waits (reading while no one else does). Preconditions: none.
+    Result<channel::ReplyValue> exchange(const channel::RequestArgs& args,
+                                         std::chrono::milliseconds timeout);
+    // The reader's turn: reads one frame and decodes it (mu_ released meanwhile), then hands it
+    // to the slot waiting for its id or breaks the channel. `self`: the reader's own slot,
+    // whose deadline bounds the read. Preconditions: mu_ held through `lock`, reading_ ours.
+    void read_one(std::unique_lock<std::mutex>& lock, uint64_t self_id, Slot& self,
+                  std::chrono::steady_clock::time_point deadline);
+    // Breaks the channel (the first cause is kept): fills every slot in flight with its error,
+    // shuts the socket down (the worker sees EOF, a blocked sender or reader wakes), wakes
+    // every waiter. Preconditions: mu_ held.
+    void break_locked(const Error& cause, Breakage how, uint64_t to = 0);
+    // Gives the reading to a waiting caller whose reply has not come. Preconditions: mu_ held.
+    void pass_reading_locked();
+    // "the sandbox worker is gone (why)". Preconditions: mu_ held, broken_ set.
+    Error gone_locked() const;
 
     const std::string workspace_root_;
     const std::string spill_root_;
     const Options options_;
+    // The socket; closed only by the destructor, so that no thread ever reads or writes a
+    // reused descriptor number: a break shuts it down instead.
+    const UniqueFd fd_;
 
-    mutable std::mutex mu_;
-    UniqueFd fd_;                  // guarded by mu_
-    uint64_t next_id_ = 1;         // guarded by mu_
-    bool greeted_ = false;         // guarded by mu_
-    std::optional<Error> broken_;  // guarded by mu_: why the channel broke
+    std::mutex hello_mu_;                // held across the first hello exchange
+    std::timed_mutex send_mu_;           // held while one request frame is written
+    mutable std::mutex mu_;              // guards the fields below
+    uint64_t next_id_ = 1;               // guarded by mu_
+    bool greeted_ = false;               // guarded by mu_
+    bool reading_ = false;               // guarded by mu_: one caller is reading the socket
+    std::map<uint64_t, Slot*> pending_;  // guarded by mu_: the calls waiting for a reply
+    std::optional<Error> broken_;        // guarded by mu_: why the channel broke
 };
 
 }  // namespace stockade::workspace

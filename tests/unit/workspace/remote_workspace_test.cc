@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <functional>
+#include <future>
 #include <optional>
 #include <thread>
 
@@ -49,7 +51,7 @@ protected:
         tmp_.write("ws/src/a.cc", "int main() {}\n");
         tmp_.write("outside/secret", "host secret\n");
         tmp_.write("spill/out-1.txt", "spilled\n");
-        auto local = LocalWorkspace::open(tmp_.at("ws"), tmp_.at("spill"));
+        auto local = LocalWorkspace::open(tmp_.at("ws"), tmp_.at("spill"), local_options());
         ASSERT_THAT(local, IsOk());
         local_.emplace(std::move(*local));
         auto pair = make_socketpair(SOCK_STREAM);
@@ -58,6 +60,8 @@ protected:
         server_ = std::jthread([this] { served_ = serve_channel(worker_fd_.get(), *local_); });
         remote_.emplace(std::move(pair->first), tmp_.at("ws"), tmp_.at("spill"));
     }
+
+    virtual LocalWorkspace::Options local_options() { return {}; }
 
     void TearDown() override {
         remote_.reset();  // closes the channel: the service sees EOF
@@ -167,10 +171,10 @@ TEST_F(RemoteWorkspaceTest, RequestsThatCannotBeEncodedFailWithoutBreakingTheCha
     EXPECT_THAT(remote_->stat(Root::kWorkspace, "hello.txt"), IsOk());
 }
 
-TEST_F(RemoteWorkspaceTest, ConcurrentCallsAreSerialised) {
+TEST_F(RemoteWorkspaceTest, ConcurrentCallsEachGetTheirOwnReply) {
     std::vector<std::jthread> threads;
     std::atomic<int> failures{0};
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < 8; ++t) {
         threads.emplace_back([&, t] {
             for (int i = 0; i < 50; ++i) {
                 auto path = fmt::format("t{}/f{}", t, i);
@@ -182,11 +186,20 @@ TEST_F(RemoteWorkspaceTest, ConcurrentCallsAreSerialised) {
                 if (!back || back->bytes != content) {
                     ++failures;
                 }
+                auto info = remote_->stat(Root::kWorkspace, path);
+                if (!info || info->size != content.size()) {
+                    ++failures;
+                }
+                auto dir = remote_->list(Root::kWorkspace, fmt::format("t{}", t), 1000);
+                if (!dir || dir->size() != static_cast<size_t>(i + 1)) {
+                    ++failures;
+                }
             }
         });
     }
     threads.clear();
     EXPECT_EQ(failures.load(), 0);
+    EXPECT_FALSE(remote_->broken());
 }
 
 // ---- Commands through the real service ------------------------------------------------------
@@ -311,6 +324,57 @@ TEST_F(RemoteWorkspaceTest, StdinPtySignalsAndCommandsRoundTrip) {
     ASSERT_THAT(names, IsOk());
     EXPECT_THAT(*names, Contains("sh"));
     EXPECT_TRUE(std::is_sorted(names->begin(), names->end()));
+    EXPECT_FALSE(remote_->broken());
+}
+
+// ---- A slow rg does not hold up the other calls ----------------------------------------------
+
+// The service with a stand-in for rg that runs for 2 s; "rg-running" exists (in the workspace,
+// its cwd) exactly while it does.
+class RemoteWorkspaceSlowRgTest : public RemoteWorkspaceTest {
+protected:
+    LocalWorkspace::Options local_options() override {
+        tmp_.write("bin/slow-rg", "#!/bin/sh\n: > rg-running\nsleep 2\nrm rg-running\necho slow\n",
+                   0755);
+        LocalWorkspace::Options options;
+        options.rg_path = tmp_.at("bin/slow-rg");
+        return options;
+    }
+};
+
+TEST_F(RemoteWorkspaceSlowRgTest, AReadAStatAndASpawnFinishBeforeTheRgDoes) {
+    BlockSigchld block;
+    ASSERT_THAT(remote_->handshake(), IsOk());
+    std::atomic<bool> rg_done{false};
+    std::optional<Result<RgOutcome>> rg;
+    std::jthread searcher([&] {
+        rg.emplace(remote_->run_rg(RgRequest{.args = {"-e", "x"}}));
+        rg_done = true;
+    });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!tmp_.exists("ws/rg-running") && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ASSERT_TRUE(tmp_.exists("ws/rg-running")) << "the slow rg did not start";
+
+    auto rd = remote_->read(Root::kWorkspace, "hello.txt", 100);
+    ASSERT_THAT(rd, IsOk());
+    EXPECT_EQ(rd->bytes, "hello world\n");
+    auto st = remote_->stat(Root::kWorkspace, "src/a.cc");
+    ASSERT_THAT(st, IsOk());
+    auto p = remote_->spawn(SpawnRequest{.argv = {"sh", "-c", "echo spawned"}});
+    ASSERT_THAT(p, IsOk());
+    EXPECT_EQ(read_to_eof(p->output.get()), "spawned\n");
+    // rg has not ended: every one of the three was answered while it ran.
+    EXPECT_TRUE(tmp_.exists("ws/rg-running"));
+    EXPECT_FALSE(rg_done.load());
+
+    searcher.join();
+    ASSERT_TRUE(rg.has_value());
+    ASSERT_THAT(*rg, IsOk());
+    EXPECT_EQ((*rg)->exit_code, 0);
+    EXPECT_EQ((*rg)->out, "slow\n");
+    EXPECT_FALSE(tmp_.exists("ws/rg-running"));
     EXPECT_FALSE(remote_->broken());
 }
 
@@ -783,6 +847,207 @@ INSTANTIATE_TEST_SUITE_P(
                       {},
                       "\"delivered\" is missing"}),
     [](const auto& p) { return std::string(p.param.name); });
+
+// ---- Multiplexing against the fake worker ---------------------------------------------------
+
+using std::chrono::seconds;
+
+json stat_reply(uint64_t id, uint64_t size) {
+    return json{{"v", 1}, {"id", id}, {"ok", true}, {"info", file_info(size)}};
+}
+
+std::string read_reply(uint64_t id, const std::string& bytes) {
+    return raw_frame(json{{"v", 1},
+                          {"id", id},
+                          {"ok", true},
+                          {"info", file_info(bytes.size())},
+                          {"truncated", false}},
+                     bytes);
+}
+
+// A read sent first and held by the fake worker, then a stat from the test's thread: the
+// fake's script decides what happens to the stat (and to the read it holds, `read_id`).
+struct HeldRead {
+    std::promise<uint64_t> seen;  // the read's id, once the fake has it
+    std::optional<Result<ReadData>> result;
+    std::jthread thread;
+
+    // Starts the read on its own thread and waits until the fake worker holds it.
+    uint64_t start(RemoteWorkspace& remote) {
+        std::future<uint64_t> id = seen.get_future();
+        thread = std::jthread(
+            [this, &remote] { result.emplace(remote.read(Root::kWorkspace, "r", 10)); });
+        EXPECT_EQ(id.wait_for(seconds(10)), std::future_status::ready);
+        return id.get();
+    }
+    Result<ReadData> finish() {
+        thread.join();
+        return std::move(*result);
+    }
+};
+
+TEST(RemoteWorkspaceMultiplexTest, RepliesInAnotherOrderReachTheCallersTheyAnswer) {
+    FdLeakChecker leaks;
+    HeldRead read;
+    std::promise<void> stat_returned;
+    std::future<void> stat_returned_future = stat_returned.get_future();
+    uint64_t read_id = 0;
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        if (std::holds_alternative<channel::ReadArgs>(request.args)) {
+            read_id = request.id;
+            read.seen.set_value(request.id);
+            return;
+        }
+        // The stat, sent after the read, is answered first; the read only once the stat's
+        // caller has its result.
+        (void)channel::send_frame(fd, raw_frame(stat_reply(request.id, 7)));
+        (void)stat_returned_future.wait_for(seconds(10));
+        (void)channel::send_frame(fd, read_reply(read_id, "abc"));
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    ASSERT_THAT(remote.handshake(), IsOk());
+    read.start(remote);
+
+    auto st = remote.stat(Root::kWorkspace, "s");
+    stat_returned.set_value();
+    ASSERT_THAT(st, IsOk());
+    EXPECT_EQ(st->size, 7U);
+    auto rd = read.finish();
+    ASSERT_THAT(rd, IsOk());
+    EXPECT_EQ(rd->bytes, "abc");
+    EXPECT_FALSE(remote.broken());
+}
+
+TEST(RemoteWorkspaceMultiplexTest, AReplyWithAnIdNoCallWaitsForBreaksTheChannelForEveryCall) {
+    FdLeakChecker leaks;
+    HeldRead read;
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        if (std::holds_alternative<channel::ReadArgs>(request.args)) {
+            read.seen.set_value(request.id);
+            return;
+        }
+        (void)channel::send_frame(fd, raw_frame(stat_reply(request.id + 1000, 7)));  // forged
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    ASSERT_THAT(remote.handshake(), IsOk());
+    read.start(remote);
+
+    auto st = remote.stat(Root::kWorkspace, "s");
+    ASSERT_THAT(st, HasErrc(Errc::kInternal));
+    EXPECT_THAT(st.error().message, StartsWith("worker sent an invalid reply: reply id "));
+    EXPECT_THAT(st.error().message, HasSubstr("answers no request"));
+    // Nobody can tell which call the forged reply was meant for: the read fails alike.
+    auto rd = read.finish();
+    ASSERT_THAT(rd, HasErrc(Errc::kInternal));
+    EXPECT_EQ(rd.error().message, st.error().message);
+    EXPECT_TRUE(remote.broken());
+    auto later = remote.stat(Root::kWorkspace, "");
+    ASSERT_THAT(later, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(later.error().message, StartsWith("the sandbox worker is gone"));
+}
+
+TEST(RemoteWorkspaceMultiplexTest, ASecondReplyToACallBreaksTheChannel) {
+    FdLeakChecker leaks;
+    HeldRead read;
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        if (std::holds_alternative<channel::ReadArgs>(request.args)) {
+            read.seen.set_value(request.id);
+            return;
+        }
+        (void)channel::send_frame(fd, raw_frame(stat_reply(request.id, 7)));
+        (void)channel::send_frame(fd, raw_frame(stat_reply(request.id, 8)));  // again
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    ASSERT_THAT(remote.handshake(), IsOk());
+    read.start(remote);
+
+    auto st = remote.stat(Root::kWorkspace, "s");  // the first reply is valid
+    ASSERT_THAT(st, IsOk());
+    EXPECT_EQ(st->size, 7U);
+    auto rd = read.finish();  // the duplicate is read while the read still waits
+    ASSERT_THAT(rd, HasErrc(Errc::kInternal));
+    EXPECT_THAT(rd.error().message, HasSubstr("answers no request"));
+    EXPECT_TRUE(remote.broken());
+}
+
+TEST(RemoteWorkspaceMultiplexTest, AReplyShapedForAnotherOpBreaksTheChannel) {
+    FdLeakChecker leaks;
+    HeldRead read;
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        if (std::holds_alternative<channel::ReadArgs>(request.args)) {
+            read.seen.set_value(request.id);
+            return;
+        }
+        // The stat's reply, sent with the read's id.
+        (void)channel::send_frame(fd, raw_frame(stat_reply(request.id - 1, 7)));
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    ASSERT_THAT(remote.handshake(), IsOk());
+    const uint64_t read_id = read.start(remote);
+
+    auto st = remote.stat(Root::kWorkspace, "s");
+    ASSERT_EQ(read_id + 1, 3U) << "ids are given in order: hello 1, read 2, stat 3";
+    auto rd = read.finish();
+    ASSERT_THAT(rd, HasErrc(Errc::kInternal));
+    EXPECT_THAT(rd.error().message, StartsWith("worker sent an invalid reply: "));
+    ASSERT_THAT(st, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(st.error().message,
+                StartsWith("the sandbox worker is gone (worker sent an invalid"));
+    EXPECT_TRUE(remote.broken());
+}
+
+TEST(RemoteWorkspaceMultiplexTest, AWorkerThatDiesFailsEveryCallInFlight) {
+    FdLeakChecker leaks;
+    HeldRead read;
+    FakeWorker worker([&](int fd, const channel::Request& request) {
+        if (std::holds_alternative<channel::ReadArgs>(request.args)) {
+            read.seen.set_value(request.id);
+            return;
+        }
+        ::shutdown(fd, SHUT_RDWR);
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill");
+    ASSERT_THAT(remote.handshake(), IsOk());
+    read.start(remote);
+
+    auto st = remote.stat(Root::kWorkspace, "s");
+    ASSERT_THAT(st, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(st.error().message, StartsWith("the sandbox worker died during \"stat\""));
+    auto rd = read.finish();
+    ASSERT_THAT(rd, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(rd.error().message, StartsWith("the sandbox worker died during \"read\""));
+    EXPECT_TRUE(remote.broken());
+}
+
+TEST(RemoteWorkspaceMultiplexTest, EachCallKeepsItsOwnDeadlineWhoeverReads) {
+    FdLeakChecker leaks;
+    std::promise<void> rg_seen;
+    FakeWorker worker([&](int, const channel::Request& request) {
+        if (std::holds_alternative<RgRequest>(request.args)) {
+            rg_seen.set_value();
+        }
+        // Nothing is ever answered.
+    });
+    RemoteWorkspace remote(worker.take_client(), "/ws", "/spill",
+                           RemoteWorkspace::Options{.call_timeout = std::chrono::milliseconds(200),
+                                                    .rg_grace = std::chrono::milliseconds(60'000)});
+    ASSERT_THAT(remote.handshake(), IsOk());
+    // The rg call waits first, so it reads; its deadline is a minute away.
+    std::optional<Result<RgOutcome>> rg;
+    std::jthread searcher([&] { rg.emplace(remote.run_rg(RgRequest{.args = {"-e", "x"}})); });
+    ASSERT_EQ(rg_seen.get_future().wait_for(seconds(10)), std::future_status::ready);
+
+    auto st = remote.stat(Root::kWorkspace, "s");
+    ASSERT_THAT(st, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(st.error().message, HasSubstr("did not answer \"stat\" within 0.2 s"));
+    searcher.join();  // the stat's deadline broke the channel: the rg fails with it
+    ASSERT_TRUE(rg.has_value());
+    ASSERT_THAT(*rg, HasErrc(Errc::kUnavailable));
+    EXPECT_THAT(
+        rg->error().message,
+        StartsWith("the sandbox worker is gone (the sandbox worker did not answer \"stat\""));
+    EXPECT_TRUE(remote.broken());
+}
 
 }  // namespace
 }  // namespace stockade::workspace
