@@ -98,7 +98,7 @@ Status SessionWorker::start_locked() {
     }
     channel.second.reset();
     sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(box).value());
-    auto remote = std::make_unique<workspace::RemoteWorkspace>(
+    auto remote = std::make_shared<workspace::RemoteWorkspace>(
         std::move(channel.first), config_.workspace, config_.spill_dir);
     if (auto hello = remote->handshake(); !hello) {
         reap_locked("handshake failed");
@@ -166,48 +166,67 @@ std::string SessionWorker::take_loss_note() {
 
 template <class T, class Op>
 Result<T> SessionWorker::with_worker(Op op) {
-    std::lock_guard lock(mutex_);
-    if (remote_ && sandbox_) {
-        // A worker that died between calls (killed, OOM) is replaced before this call.
-        pollfd exited{sandbox_->pidfd(), POLLIN, 0};
-        if (::poll(&exited, 1, 0) > 0) {
-            reap_locked("exited between calls");
+    std::shared_ptr<workspace::RemoteWorkspace> remote;
+    int generation = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (remote_ && sandbox_) {
+            // A worker that died between calls (killed, OOM), or whose channel a call in
+            // flight broke, is replaced before this call.
+            pollfd exited{sandbox_->pidfd(), POLLIN, 0};
+            if (::poll(&exited, 1, 0) > 0) {
+                reap_locked("exited between calls");
+            } else if (remote_->broken()) {
+                reap_locked("channel broken");
+            }
         }
-    }
-    if (!remote_) {
-        if (auto started = start_locked(); !started) {
-            return std::move(started).error();
+        if (!remote_) {
+            if (auto started = start_locked(); !started) {
+                return std::move(started).error();
+            }
         }
+        remote = remote_;
+        generation = generation_;
     }
-    Result<T> result = op(*remote_);
-    if (remote_->broken()) {
-        // Dead, hung, or it sent something invalid: either way it is not trusted again.
-        reap_locked(result ? "channel broken" : result.error().message);
-        return Error{Errc::kUnavailable,
-                     "The sandbox worker stopped while running this call, so it did not complete. "
-                     "Retry it: the next call starts a fresh worker."};
+    Result<T> result = op(*remote, generation);
+    if (remote->broken()) {
+        // Dead, hung, or it sent something invalid: either way it is not trusted again. The
+        // first call to get here replaces it; a call of an older worker leaves the new one be.
+        {
+            std::lock_guard lock(mutex_);
+            if (remote_ == remote) {
+                reap_locked(result ? "channel broken" : result.error().message);
+            }
+        }
+        if (!result) {
+            return Error{
+                Errc::kUnavailable,
+                "The sandbox worker stopped while running this call, so it did not complete. "
+                "Retry it: the next call starts a fresh worker."};
+        }
+        // Answered and checked before another call broke the channel: the result stands.
     }
     return result;
 }
 
 Result<workspace::FileInfo> SessionWorker::stat(workspace::Root root, const std::string& path) {
     return with_worker<workspace::FileInfo>(
-        [&](workspace::Workspace& ws) { return ws.stat(root, path); });
+        [&](workspace::Workspace& ws, int) { return ws.stat(root, path); });
 }
 
 Result<workspace::ReadData> SessionWorker::read(workspace::Root root, const std::string& path,
                                                 uint64_t max_bytes) {
     return with_worker<workspace::ReadData>(
-        [&](workspace::Workspace& ws) { return ws.read(root, path, max_bytes); });
+        [&](workspace::Workspace& ws, int) { return ws.read(root, path, max_bytes); });
 }
 
 Result<workspace::WriteOutcome> SessionWorker::write(const workspace::WriteRequest& request) {
     return with_worker<workspace::WriteOutcome>(
-        [&](workspace::Workspace& ws) { return ws.write(request); });
+        [&](workspace::Workspace& ws, int) { return ws.write(request); });
 }
 
 Status SessionWorker::make_dirs(workspace::Root root, const std::string& path) {
-    auto done = with_worker<bool>([&](workspace::Workspace& ws) -> Result<bool> {
+    auto done = with_worker<bool>([&](workspace::Workspace& ws, int) -> Result<bool> {
         RETURN_IF_ERROR(ws.make_dirs(root, path));
         return true;
     });
@@ -221,20 +240,20 @@ Result<std::vector<workspace::DirEntry>> SessionWorker::list(workspace::Root roo
                                                              const std::string& path,
                                                              size_t max_entries) {
     return with_worker<std::vector<workspace::DirEntry>>(
-        [&](workspace::Workspace& ws) { return ws.list(root, path, max_entries); });
+        [&](workspace::Workspace& ws, int) { return ws.list(root, path, max_entries); });
 }
 
 Result<workspace::RgOutcome> SessionWorker::run_rg(const workspace::RgRequest& request) {
     return with_worker<workspace::RgOutcome>(
-        [&](workspace::Workspace& ws) { return ws.run_rg(request); });
+        [&](workspace::Workspace& ws, int) { return ws.run_rg(request); });
 }
 
 Result<workspace::SpawnedProcess> SessionWorker::spawn(const workspace::SpawnRequest& request) {
-    // The generation is read under the same lock as the spawn (with_worker holds mutex_).
+    // The epoch is the generation of the worker that spawned it (taken with its channel).
     return with_worker<workspace::SpawnedProcess>(
-        [&](workspace::Workspace& ws) -> Result<workspace::SpawnedProcess> {
+        [&](workspace::Workspace& ws, int generation) -> Result<workspace::SpawnedProcess> {
             ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned, ws.spawn(request));
-            spawned.epoch = static_cast<uint64_t>(generation_);
+            spawned.epoch = static_cast<uint64_t>(generation);
             return spawned;
         });
 }
@@ -246,24 +265,28 @@ Result<bool> SessionWorker::signal_group(workspace::ProcessGroupRef group, int s
             return false;  // that worker and its pid namespace are gone, with every process
         }
     }
-    return with_worker<bool>(
-        [&](workspace::Workspace& ws) { return ws.signal_group(group, signal); });
+    return with_worker<bool>([&](workspace::Workspace& ws, int generation) -> Result<bool> {
+        if (group.epoch != static_cast<uint64_t>(generation)) {
+            return false;  // replaced since the check above: the group went with the old one
+        }
+        return ws.signal_group(group, signal);
+    });
 }
 
 Result<std::vector<std::string>> SessionWorker::path_commands() {
     return with_worker<std::vector<std::string>>(
-        [&](workspace::Workspace& ws) { return ws.path_commands(); });
+        [&](workspace::Workspace& ws, int) { return ws.path_commands(); });
 }
 
 Result<workspace::RealPath> SessionWorker::real_path(workspace::Root root,
                                                      const std::string& path) {
     return with_worker<workspace::RealPath>(
-        [&](workspace::Workspace& ws) { return ws.real_path(root, path); });
+        [&](workspace::Workspace& ws, int) { return ws.real_path(root, path); });
 }
 
 Result<workspace::ProcessCensus> SessionWorker::census() {
     return with_worker<workspace::ProcessCensus>(
-        [](workspace::Workspace& ws) { return ws.census(); });
+        [](workspace::Workspace& ws, int) { return ws.census(); });
 }
 
 int worker_main(const std::string& workspace_root, const std::string& spill_root) {

@@ -1,7 +1,15 @@
 // SessionWorker: the session's sandboxed worker, seen from the supervisor as a Workspace.
 // One worker per session, started on first use and kept for the session. Every call is
-// forwarded over the channel; if the worker dies, the call in flight fails with a clear
-// error, the event log says so, and the next call starts a fresh worker.
+// forwarded over the channel, several at once (RemoteWorkspace multiplexes them); if the
+// worker dies, every call in flight fails with a clear error, the event log says so once, and
+// the next call starts a fresh worker (one, however many calls come). A call whose reply came
+// and passed its checks before another call broke the channel keeps its result.
+//
+// Locking: mutex_ guards which worker is current; it is held to look at, start or replace the
+// worker, never across a forwarded call. A call takes the current RemoteWorkspace (a
+// shared_ptr: it stays alive for the call even if the worker is replaced meanwhile) and its
+// generation under the lock, runs without it, and replaces the worker afterwards only if the
+// channel broke and that worker is still the current one.
 #pragma once
 
 #include <functional>
@@ -65,8 +73,8 @@ public:
     std::string take_loss_note();
 
 private:
-    // Runs `op` against a live worker (starting one if needed); turns a dead worker into the
-    // model-facing error and forgets it.
+    // Runs `op(remote, generation)` against a live worker (starting one if needed), without
+    // holding mutex_; turns a dead worker into the model-facing error and forgets it.
     template <class T, class Op>
     Result<T> with_worker(Op op);
     Status start_locked();
@@ -74,14 +82,15 @@ private:
 
     WorkerConfig config_;
     WorkerEvents events_;
-    std::mutex mutex_;  // guards the fields below; held across each forwarded call
+    std::mutex mutex_;  // guards the fields below; never held across a forwarded call
     std::unique_ptr<sandbox::Sandbox> sandbox_;
     // At level landlock: the worker's /tmp (host /tmp and /dev/shm are not its); removed after
     // the sandbox that used it is gone. Declared before sandbox_ would be wrong: it must
     // outlive the processes, so it is reset only by reap_locked, after the wait.
     std::unique_ptr<PrivateTmp> private_tmp_;
-    std::unique_ptr<workspace::RemoteWorkspace> remote_;
-    int generation_ = 0;
+    // The current worker's channel; calls in flight hold their own reference.
+    std::shared_ptr<workspace::RemoteWorkspace> remote_;
+    int generation_ = 0;     // of the current worker (of the last one while there is none)
     std::string loss_note_;  // take_loss_note()
 };
 
