@@ -3,8 +3,23 @@ timed with time.perf_counter_ns, percentiles, and the RSS of a process tree from
 Used by bench/tools_client.py and bench/exec_client.py."""
 import json
 import os
+import re
 import subprocess
 import time
+
+# A response line starts {"id":N,... (nlohmann's objects keep their keys sorted).
+_ID_AT_START = re.compile(rb'^\{"id":(\d+),')
+
+
+def check_result(tool, raw):
+    """Parses a response line read by next_response; exits on a JSON-RPC error or isError."""
+    msg = json.loads(raw)
+    if "error" in msg:
+        raise SystemExit(f"{tool}: JSON-RPC error {msg['error']}")
+    res = msg["result"]
+    if res.get("isError"):
+        raise SystemExit(f"{tool}: isError: {res['content'][0]['text'][:600]}")
+    return res
 
 
 def ms(ns):
@@ -50,6 +65,33 @@ class Server:
             msg = json.loads(raw)
             if msg.get("id") == rid and "method" not in msg:
                 return time.perf_counter_ns() - t0, msg
+
+    def send_call(self, tool, args):
+        """Writes a tools/call request without waiting for its response; returns (id, t0 ns)."""
+        rid = self.next_id
+        self.next_id += 1
+        line = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                            "params": {"name": tool, "arguments": args}}) + "\n").encode()
+        t0 = time.perf_counter_ns()
+        self.proc.stdin.write(line)
+        self.proc.stdin.flush()
+        return rid, t0
+
+    def next_response(self):
+        """Reads the next response line (skipping the server's own requests and notifications);
+        returns (arrival ns, id, raw line). The id is taken from the line's start, so a large
+        result is not parsed while others wait: parse the line later (check_result)."""
+        while True:
+            raw = self.proc.stdout.readline()
+            t = time.perf_counter_ns()
+            if not raw:
+                raise SystemExit(f"stockade serve closed stdout (see {self.err.name})")
+            m = _ID_AT_START.search(raw[:256])
+            if m and b'"method"' not in raw[:256]:
+                return t, int(m.group(1)), raw
+            msg = json.loads(raw)
+            if "method" not in msg and isinstance(msg.get("id"), int):
+                return t, msg["id"], raw
 
     def call(self, tool, args, want_ok=True):
         ns, msg = self.rpc("tools/call", {"name": tool, "arguments": args})
