@@ -111,6 +111,58 @@ void append_line(std::string& out, char prefix, std::string_view line) {
     }
 }
 
+bool at_line_start(std::string_view text, size_t i) {
+    return i == 0 || text[i - 1] == '\n';
+}
+
+// The part of `before` and `after` a diff has to look at: the lines between the longest common
+// run of whole lines at the start and at the end, widened by `context` common lines on each
+// side. Found on bytes, so a one-line change in a 10 MB file splits and hashes only a few lines.
+struct Window {
+    size_t start = 0;       // where it starts in both (the common prefix is the same text)
+    size_t before_end = 0;  // where it ends in `before`
+    size_t after_end = 0;   // and in `after`
+    size_t first_line = 0;  // the 0-based number of its first line
+};
+
+Window changed_window(std::string_view before, std::string_view after, size_t context) {
+    const size_t shorter = std::min(before.size(), after.size());
+    size_t start = static_cast<size_t>(
+        std::mismatch(before.begin(), before.begin() + static_cast<long>(shorter), after.begin())
+            .first -
+        before.begin());
+    while (!at_line_start(before, start)) {
+        --start;
+    }
+    size_t common_end = 0;  // bytes shared at the end, not reaching into the common prefix
+    while (common_end < shorter - start &&
+           before[before.size() - 1 - common_end] == after[after.size() - 1 - common_end]) {
+        ++common_end;
+    }
+    size_t before_end = before.size() - common_end;
+    size_t after_end = after.size() - common_end;
+    while (before_end < before.size() &&
+           !(at_line_start(before, before_end) && at_line_start(after, after_end))) {
+        ++before_end;
+        ++after_end;
+    }
+    for (size_t k = 0; k < context && start > 0; ++k) {
+        --start;
+        while (!at_line_start(before, start)) {
+            --start;
+        }
+    }
+    for (size_t k = 0; k < context && before_end < before.size(); ++k) {
+        const size_t nl = before.find('\n', before_end);
+        const size_t step = (nl == std::string_view::npos ? before.size() : nl + 1) - before_end;
+        before_end += step;
+        after_end += step;
+    }
+    return {start, before_end, after_end,
+            static_cast<size_t>(
+                std::count(before.begin(), before.begin() + static_cast<long>(start), '\n'))};
+}
+
 }  // namespace
 
 DiffResult unified_diff(std::string_view before, std::string_view after, std::string_view path,
@@ -119,8 +171,12 @@ DiffResult unified_diff(std::string_view before, std::string_view after, std::st
     if (before == after) {
         return result;
     }
-    const std::vector<std::string_view> old_lines = lines_with_breaks(before);
-    const std::vector<std::string_view> new_lines = lines_with_breaks(after);
+    const auto ctx = static_cast<size_t>(std::max(0, options.context));
+    const Window w = changed_window(before, after, ctx);
+    const std::vector<std::string_view> old_lines =
+        lines_with_breaks(before.substr(w.start, w.before_end - w.start));
+    const std::vector<std::string_view> new_lines =
+        lines_with_breaks(after.substr(w.start, w.after_end - w.start));
 
     std::unordered_map<std::string_view, int> ids;
     auto intern = [&](const std::vector<std::string_view>& lines) {
@@ -177,7 +233,6 @@ DiffResult unified_diff(std::string_view before, std::string_view after, std::st
         return result;
     }
 
-    const auto ctx = static_cast<size_t>(std::max(0, options.context));
     result.text = options.created ? "--- /dev/null\n" : fmt::format("--- a/{}\n", path);
     result.text += fmt::format("+++ b/{}\n", path);
     size_t g = 0;
@@ -188,9 +243,10 @@ DiffResult unified_diff(std::string_view before, std::string_view after, std::st
         }
         const size_t begin = changes[g] > ctx ? changes[g] - ctx : 0;
         const size_t end = std::min(ops.size(), changes[last] + ctx + 1);
-        result.text += fmt::format("@@ -{} +{} @@\n",
-                                   range(old_before[begin], old_before[end] - old_before[begin]),
-                                   range(new_before[begin], new_before[end] - new_before[begin]));
+        result.text += fmt::format(
+            "@@ -{} +{} @@\n",
+            range(w.first_line + old_before[begin], old_before[end] - old_before[begin]),
+            range(w.first_line + new_before[begin], new_before[end] - new_before[begin]));
         for (size_t i = begin; i < end; ++i) {
             switch (ops[i].kind) {
                 case OpKind::kEqual:

@@ -1,6 +1,8 @@
 #include "tools/diff.h"
 
+#include <random>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +15,104 @@ std::string lines(int from, int to) {
         s += std::to_string(i) + "\n";
     }
     return s;
+}
+
+// Applies `diff` to `before` as `patch` would, checking every context and deleted line against
+// `before` at the line its hunk header names. Returns the patched text, or "<mismatch ...>".
+std::string apply(const std::string& before, const std::string& diff) {
+    std::vector<std::string> old_lines;
+    for (size_t i = 0; i < before.size();) {
+        const size_t nl = before.find('\n', i);
+        const size_t end = nl == std::string::npos ? before.size() : nl + 1;
+        old_lines.push_back(before.substr(i, end - i));
+        i = end;
+    }
+    std::string out;
+    size_t next = 0;  // the first old line not yet copied
+    size_t pos = diff.find("@@ -");
+    while (pos != std::string::npos) {
+        size_t old_first = std::stoul(diff.substr(pos + 4));
+        const size_t header_end = diff.find('\n', pos) + 1;
+        const std::string header = diff.substr(pos, header_end - pos);
+        const size_t comma = header.find(',');
+        const size_t space = header.find(' ', 4);
+        const bool empty = comma != std::string::npos && comma < space &&
+                           std::stoul(header.substr(comma + 1)) == 0;
+        const size_t at = empty ? old_first : old_first - 1;  // 0-based first old line
+        for (; next < at; ++next) {
+            out += old_lines[next];
+        }
+        size_t i = header_end;
+        while (i < diff.size() && diff.compare(i, 2, "@@") != 0) {
+            size_t nl = diff.find('\n', i);
+            std::string line = diff.substr(i + 1, nl + 1 - (i + 1));
+            const char kind = diff[i];
+            i = nl + 1;
+            const std::string no_newline = "\\ No newline at end of file\n";
+            if (diff.compare(i, no_newline.size(), no_newline) == 0) {
+                line.pop_back();
+                i += no_newline.size();
+            }
+            if (kind == '+') {
+                out += line;
+                continue;
+            }
+            if (next >= old_lines.size() || old_lines[next] != line) {
+                return "<mismatch at old line " + std::to_string(next + 1) + ">";
+            }
+            if (kind == ' ') {
+                out += line;
+            }
+            ++next;
+        }
+        pos = i < diff.size() ? i : std::string::npos;
+    }
+    for (; next < old_lines.size(); ++next) {
+        out += old_lines[next];
+    }
+    return out;
+}
+
+// Random texts from a few short lines (so lines repeat and alignments are ambiguous), changed
+// in a few places: the diff always patches `before` into `after`, with hunk headers that name
+// the right lines however much of the text is shared at either end.
+TEST(DiffTest, RandomChangesPatchBackExactly) {
+    std::mt19937 rng(20261202);
+    const std::vector<std::string> pool = {"a\n", "b\n", "a\n", "{\n", "}\n", "\n", "x", "b"};
+    auto text = [&](size_t n) {
+        std::string t;
+        for (size_t i = 0; i < n; ++i) {
+            const std::string& piece = pool[rng() % pool.size()];
+            t += piece.ends_with('\n') || i + 1 == n ? piece : piece + "\n";
+        }
+        return t;
+    };
+    for (int round = 0; round < 3000; ++round) {
+        const std::string before = text(rng() % 40);
+        std::string after = before;
+        for (unsigned edits = rng() % 4; edits > 0; --edits) {
+            const size_t at = after.empty() ? 0 : rng() % (after.size() + 1);
+            const size_t cut =
+                after.empty() ? 0 : rng() % std::min<size_t>(after.size() - at + 1, 8);
+            after.replace(at, cut, text(rng() % 3));
+        }
+        const DiffResult d =
+            unified_diff(before, after, "f", {.context = static_cast<int>(rng() % 4)});
+        ASSERT_EQ(apply(before, d.text), after) << "before:\n"
+                                                << before << "\nafter:\n"
+                                                << after << "\ndiff:\n"
+                                                << d.text;
+    }
+}
+
+TEST(DiffTest, AChangeDeepInABigFileIsNumberedFromTheTop) {
+    std::string before = lines(1, 200000);
+    std::string after = before;
+    after.replace(after.find("\n150000\n") + 1, 7, "changed\n");
+    const DiffResult d = unified_diff(before, after, "big");
+    EXPECT_EQ(d.text,
+              "--- a/big\n+++ b/big\n@@ -149997,7 +149997,7 @@\n"
+              " 149997\n 149998\n 149999\n-150000\n+changed\n 150001\n 150002\n 150003\n");
 }
 
 TEST(DiffTest, EqualTextsHaveNoDiff) {
