@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "common/path.h"
 #include "common/proc_table.h"
+#include "common/sigpipe.h"
 #include "common/syscall.h"
 #include "workspace/exit_report.h"
 
@@ -156,24 +157,11 @@ ChildTable& children() {
 
 // Writes a leader's exit report to its status pipe, then the caller closes it. The supervisor
 // may have closed the read end already: the EPIPE must not become a SIGPIPE that kills the
-// worker, so SIGPIPE is blocked around the write and one the write raised is consumed.
+// worker.
 void deliver_report(int fd, const ExitReport& report) {
     const std::string bytes = encode_exit_report(report);
-    sigset_t sigpipe;
-    sigemptyset(&sigpipe);
-    sigaddset(&sigpipe, SIGPIPE);
-    sigset_t old_mask;
-    (void)::pthread_sigmask(SIG_BLOCK, &sigpipe, &old_mask);
-    sigset_t pending;
-    sigemptyset(&pending);
-    (void)::sigpending(&pending);
-    const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
-    const ssize_t n = retry_eintr([&] { return ::write(fd, bytes.data(), bytes.size()); });
-    if (n < 0 && errno == EPIPE && !was_pending) {
-        const timespec no_wait{};
-        (void)retry_eintr([&] { return ::sigtimedwait(&sigpipe, nullptr, &no_wait); });
-    }
-    (void)::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    const ScopedSigpipeBlock no_sigpipe;
+    (void)retry_eintr([&] { return ::write(fd, bytes.data(), bytes.size()); });
 }
 
 struct Reaped {
