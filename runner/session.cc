@@ -206,7 +206,6 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                       session->paths_.tool_output_fd.get());
     session->spill_ = std::make_unique<Spill>(
         session->paths_.tool_output, session->paths_.tool_output_fd.get(), *session->budget_);
-    EventLog* raw_log = session->log_.get();
     // A later worker (a restart, after a crash or a kill) masks what the rules match then, not
     // the paths they matched at the start: a file that moved is protected under its new name.
     auto rederive = [policy = session->policy_.get(), workspace = session->workspace_,
@@ -221,9 +220,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                      .spill_dir = session->paths_.tool_output,
                                                      .sandbox = sandbox,
                                                      .rederive = rederive},
-                                        [raw_log](std::string_view type, nlohmann::json fields) {
-                                            raw_log->record(type, std::move(fields), true);
-                                        });
+                                        session->log_.get());
     int next_process = 1;
     session->log_->record("PolicyLoaded",
                           {{"preset", policy::preset_name(session->policy_->preset())},

@@ -30,8 +30,8 @@ constexpr const char* kWorkerVerb = "__worker";
 
 }  // namespace
 
-SessionWorker::SessionWorker(WorkerConfig config, WorkerEvents events)
-    : config_(std::move(config)), events_(std::move(events)) {}
+SessionWorker::SessionWorker(WorkerConfig config, EventSink* events)
+    : config_(std::move(config)), events_(events) {}
 
 SessionWorker::~SessionWorker() {
     stop();
@@ -108,10 +108,12 @@ Status SessionWorker::start_locked() {
     ++generation_;
     SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} level={}", sandbox_->pid(),
                        generation_, sandbox::isolation_name(spec.isolation));
-    if (events_) {
-        events_("WorkerStarted", {{"pid", sandbox_->pid()},
-                                  {"generation", generation_},
-                                  {"isolation", sandbox::isolation_name(spec.isolation)}});
+    if (events_ != nullptr) {
+        events_->record("WorkerStarted",
+                        {{"pid", sandbox_->pid()},
+                         {"generation", generation_},
+                         {"isolation", sandbox::isolation_name(spec.isolation)}},
+                        true);
     }
     return {};
 }
@@ -145,13 +147,15 @@ void SessionWorker::reap_locked(std::string_view reason) noexcept {
                 "and the processes that were running in the old one are gone.",
                 cause);
         }
-        if (events_) {
-            events_("WorkerExited", {{"generation", generation_},
-                                     {"status", code},
-                                     {"signal", signal},
-                                     {"oom_killed", oom},
-                                     {"died", died},
-                                     {"reason", std::string(reason)}});
+        if (events_ != nullptr) {
+            events_->record("WorkerExited",
+                            {{"generation", generation_},
+                             {"status", code},
+                             {"signal", signal},
+                             {"oom_killed", oom},
+                             {"died", died},
+                             {"reason", std::string(reason)}},
+                            true);
         }
     } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory while reporting: keep going
     }

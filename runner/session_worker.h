@@ -17,6 +17,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/event_sink.h"
 #include "common/result.h"
 #include "runner/private_tmp.h"
 #include "runner/run_command.h"
@@ -35,12 +36,11 @@ struct WorkerConfig {
     std::function<RunOptions()> rederive{};
 };
 
-// Called with "WorkerStarted"/"WorkerExited" and details, for the event log.
-using WorkerEvents = std::function<void(std::string_view type, nlohmann::json fields)>;
-
 class SessionWorker final : public workspace::Workspace {
 public:
-    SessionWorker(WorkerConfig config, WorkerEvents events);
+    // `events` (may be null; outlives the worker) gets "WorkerStarted" and "WorkerExited",
+    // durably: a worker's start and end are part of the session's record.
+    SessionWorker(WorkerConfig config, EventSink* events);
     ~SessionWorker() override;
     SessionWorker(const SessionWorker&) = delete;
     SessionWorker& operator=(const SessionWorker&) = delete;
@@ -81,7 +81,7 @@ private:
     void reap_locked(std::string_view reason) noexcept;
 
     WorkerConfig config_;
-    WorkerEvents events_;
+    EventSink* const events_;
     std::mutex mutex_;  // guards the fields below; never held across a forwarded call
     std::unique_ptr<sandbox::Sandbox> sandbox_;
     // At level landlock: the worker's /tmp (host /tmp and /dev/shm are not its); removed after

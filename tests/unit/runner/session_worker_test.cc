@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <latch>
@@ -26,6 +27,7 @@
 
 #include "common/log.h"
 #include "tests/testing/matchers.h"
+#include "tests/testing/recording_sink.h"
 #include "tests/unit/workspace/test_util.h"
 
 namespace stockade::runner {
@@ -53,10 +55,7 @@ protected:
         config.spill_dir = tmp_.at("spill");
         config.sandbox.isolation = "none";
         config.sandbox.network = "host";
-        worker_.emplace(config, [this](std::string_view type, nlohmann::json fields) {
-            std::lock_guard lock(mu_);
-            events_.emplace_back(std::string(type), std::move(fields));
-        });
+        worker_.emplace(config, &events_);
     }
 
     void TearDown() override {
@@ -104,19 +103,16 @@ protected:
     }
 
     size_t count(std::string_view type) {
-        std::lock_guard lock(mu_);
-        size_t n = 0;
-        for (const auto& [t, fields] : events_) {
-            n += t == type ? 1U : 0U;
-        }
-        return n;
+        const std::vector<std::string> types = events_.types();
+        return static_cast<size_t>(std::count(types.begin(), types.end(), type));
     }
 
     int worker_pid() {
-        std::lock_guard lock(mu_);
-        for (auto it = events_.rbegin(); it != events_.rend(); ++it) {
-            if (it->first == "WorkerStarted") {
-                return it->second.value("pid", 0);
+        const std::vector<testing::RecordingSink::Event> events = events_.events();
+        for (auto it = events.rbegin(); it != events.rend(); ++it) {
+            if (it->type == "WorkerStarted") {
+                EXPECT_TRUE(it->durable);
+                return it->fields.value("pid", 0);
             }
         }
         return 0;
@@ -181,8 +177,7 @@ protected:
     }
 
     TempDir tmp_;
-    std::mutex mu_;
-    std::vector<std::pair<std::string, nlohmann::json>> events_;
+    testing::RecordingSink events_;
     std::vector<std::string> fifos_;
     std::optional<SessionWorker> worker_;
 };
