@@ -8,7 +8,7 @@
 #   1  read of a 2,000-line file: p50/p95 over 300 calls after 30 warm-up   (target p50 <= 1 ms)
 #   2  grep "struct stat" over W (a copy of TREE plus the bench files) vs
 #      `rg --json --smart-case --no-require-git --no-config -e PAT -- .` run directly in W:
-#      medians over 21 alternating pairs                                     (target ratio <= 1.15)
+#      medians over 21 alternating pairs                                     (target ratio <= 1.05)
 #   3  glob "**/*.h" vs `rg --files --no-require-git --no-config --glob=**/*.h
 #      --glob=!node_modules/ --glob=!.git/ --glob=!dist/ -- .`               (target ratio <= 1.2)
 #   4  exact edit in a 9.9 MiB file (read refuses files over 10 MiB), read with limit 1 first,

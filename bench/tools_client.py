@@ -167,7 +167,7 @@ def main():
         results.append((f"{tool} ratio {ratio:.3f} <= {target}", ratio <= target))
 
     print()
-    pairs(f'2 grep "{GREP_PATTERN}" over the workspace', {"pattern": GREP_PATTERN}, "grep", RG_GREP, 1.15)
+    pairs(f'2 grep "{GREP_PATTERN}" over the workspace', {"pattern": GREP_PATTERN}, "grep", RG_GREP, 1.05)
     print()
     pairs(f'3 glob "{GLOB_PATTERN}" over the workspace', {"pattern": GLOB_PATTERN}, "glob", RG_GLOB, 1.2)
 
