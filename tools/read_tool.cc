@@ -164,36 +164,33 @@ private:
         const size_t offset = offset_arg && *offset_arg > 0 ? static_cast<size_t>(*offset_arg) : 1;
         const size_t limit = limit_arg ? static_cast<size_t>(*limit_arg) : kDefaultLimit;
 
-        Result<workspace::FileInfo> info = ctx.ws->stat(path.root, path.relative);
-        if (!info) {
-            if (info.error().code == Errc::kNotFound) {
+        // One exchange with the workspace for a file; only what read refuses (a directory, a
+        // device, socket or pipe) costs a stat to say what it is.
+        Result<workspace::ReadData> data = ctx.ws->read(path.root, path.relative, kMaxFileBytes);
+        if (!data) {
+            if (data.error().code == Errc::kNotFound) {
                 return error_result(not_found_message(ctx, path));
             }
-            return error_result(io_failure("read", shown, info.error()));
-        }
-        switch (info->type) {
-            case workspace::FileType::kDirectory:
-                return list_directory(ctx, path);
-            case workspace::FileType::kOther:
-                return error_result(fmt::format(
-                    "{} is not a regular file (it is a device, socket or pipe); read only opens "
-                    "files and directories.",
-                    shown));
-            case workspace::FileType::kFile:
-            case workspace::FileType::kSymlink:
-                break;
+            if (data.error().code == Errc::kFailedPrecondition) {
+                Result<workspace::FileInfo> info = ctx.ws->stat(path.root, path.relative);
+                if (info && info->type == workspace::FileType::kDirectory) {
+                    return list_directory(ctx, path);
+                }
+                if (info && info->type == workspace::FileType::kOther) {
+                    return error_result(fmt::format(
+                        "{} is not a regular file (it is a device, socket or pipe); read only "
+                        "opens files and directories.",
+                        shown));
+                }
+            }
+            return error_result(io_failure("read", shown, data.error()));
         }
         const bool paging = offset_arg.has_value() || limit_arg.has_value();
-        if (info->size > kMaxFileBytes && !paging) {
+        if (data->truncated && !paging) {
             return error_result(fmt::format(
                 "{} is too large to read at once ({}; the limit is {}). Use grep to search its "
                 "content, or read a region with offset and limit.",
-                shown, format_size(info->size), format_size(kMaxFileBytes)));
-        }
-
-        Result<workspace::ReadData> data = ctx.ws->read(path.root, path.relative, kMaxFileBytes);
-        if (!data) {
-            return error_result(io_failure("read", shown, data.error()));
+                shown, format_size(data->info.size), format_size(kMaxFileBytes)));
         }
         const std::string& bytes = data->bytes;
         if (auto kind = sniff_binary(path.relative, bytes)) {
@@ -233,7 +230,8 @@ private:
                     "Offset {} is beyond the first {} of {} ({}), which is as far as read can "
                     "page (lines 1\u2013{}). Use grep to find the text you need in the rest of "
                     "the file.",
-                    offset, format_size(kMaxFileBytes), shown, format_size(info->size), total));
+                    offset, format_size(kMaxFileBytes), shown, format_size(data->info.size),
+                    total));
             }
             return error_result(
                 fmt::format("Offset {} is beyond the end of the file ({}). Use offset \u2264 {}.",
@@ -271,7 +269,7 @@ private:
             content += fmt::format(
                 "\n(Showing lines {}\u2013{}: the end of the first {} of this {} file. Use grep to "
                 "search the rest.)",
-                offset, last, format_size(kMaxFileBytes), format_size(info->size));
+                offset, last, format_size(kMaxFileBytes), format_size(data->info.size));
         }
         if (escaped) {
             content += "\n";

@@ -150,6 +150,8 @@ public:
     // root), the longest existing prefix resolved and the rest appended as given. For policy
     // checks on the file a name reaches, not the name.
     virtual Result<RealPath> real_path(Root root, const std::string& path) = 0;
+    // A regular file's first `max_bytes`; kFailedPrecondition for anything else (EISDIR for a
+    // directory), kNotFound when missing.
     virtual Result<ReadData> read(Root root, const std::string& path, uint64_t max_bytes) = 0;
     // Atomic: temp file in the same directory, fsync, rename. Mode kept for existing files.
     // A path whose last component is a symlink is refused (kFailedPrecondition, naming the

@@ -115,13 +115,24 @@ public:
 
     Result<workspace::ReadData> read(workspace::Root root, const std::string& path,
                                      uint64_t max_bytes) override {
+        // As LocalWorkspace: only a regular file is read.
+        struct stat st {};
+        if (::stat(real(root, path).c_str(), &st) != 0) {
+            return errno_error("open", errno);
+        }
+        if (S_ISDIR(st.st_mode)) {
+            return Error{Errc::kFailedPrecondition, "read: it is a directory", EISDIR};
+        }
+        if (!S_ISREG(st.st_mode)) {
+            return Error{Errc::kFailedPrecondition, "read: not a regular file"};
+        }
         std::ifstream in(real(root, path), std::ios::binary);
         if (!in) {
             return errno_error("open", errno == 0 ? ENOENT : errno);
         }
         std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         workspace::ReadData data;
-        ASSIGN_OR_RETURN(data.info, stat(root, path));
+        data.info = info_of(st);
         if (bytes.size() > max_bytes) {
             bytes.resize(max_bytes);
             data.truncated = true;
