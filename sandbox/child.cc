@@ -51,6 +51,10 @@ const char* child_step_name(ChildStep step) noexcept {
             return "make mounts private";
         case ChildStep::kCaptureSource:
             return "capture a bind source";
+        case ChildStep::kSetGid:
+            return "setresgid";
+        case ChildStep::kSetUid:
+            return "setresuid";
         case ChildStep::kMountRoot:
             return "mount the new root";
         case ChildStep::kMountOp:
@@ -61,10 +65,6 @@ const char* child_step_name(ChildStep step) noexcept {
             return "set the hostname";
         case ChildStep::kLoopback:
             return "bring up loopback";
-        case ChildStep::kSetGid:
-            return "setresgid";
-        case ChildStep::kSetUid:
-            return "setresuid";
         case ChildStep::kDropCaps:
             return "drop capabilities";
         case ChildStep::kNoNewPrivs:
@@ -871,7 +871,7 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
         }
     }
     // 4f. No inherited descriptors beyond 0, 1, 2, the passed ones (3, 4, ...) and the report
-    // socket and exec descriptor (both close-on-exec).
+    // socket and exec descriptor (both close-on-exec); then the rlimits.
     arrange_fds(plan);
     for (size_t i = 0; i < plan.rlimits.size(); ++i) {
         if (::setrlimit(static_cast<__rlimit_resource>(plan.rlimits[i].resource),
@@ -879,11 +879,12 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
             fail(plan, ChildStep::kRlimit, errno, static_cast<int>(i));
         }
     }
+    // 4g. A terminal of the sandbox's own devpts, when the caller's stdio is one.
     int slave = -1;
     if (plan.tty[0] || plan.tty[1] || plan.tty[2]) {
         slave = open_terminal(plan);
     }
-    // 4g. seccomp last: everything above needed syscalls the filter denies.
+    // 4h. seccomp last: everything above needed syscalls the filter denies.
     if (plan.seccomp.len > 0) {
         if (int err = install_seccomp_program(plan.seccomp); err != 0) {
             fail(plan, ChildStep::kSeccomp, err);

@@ -20,34 +20,36 @@
 
 namespace stockade::sandbox {
 
-// The steps of the child, in the order they run (docs/sandbox-lifecycle.md lists the same).
+// The steps of the child, in the order they first run in child_main() (docs/sandbox-lifecycle.md
+// lists them in a table, in the same order; tests/unit/sandbox/child_steps_test.cc compares the
+// two). Some run again later: kSetGid/kSetUid and kDeathSignal in 4d, kPty in the command.
 enum class ChildStep : uint32_t {
-    kDeathSignal,
-    kWaitForGo,
-    kDumpable,
-    kCgroupNamespace,
-    kUserNamespaceLimits,
-    kDropGroups,
-    kMountPrivate,
-    kCaptureSource,
-    kMountRoot,
-    kMountOp,
-    kPivotRoot,
-    kHostname,
-    kLoopback,
-    kSetGid,
-    kSetUid,
-    kDropCaps,
-    kNoNewPrivs,
-    kLandlock,
-    kCloseFds,
-    kRlimit,
-    kPty,
-    kSendPty,
-    kSeccomp,
-    kFork,
-    kChdir,
-    kExec,
+    kDeathSignal,          // 4a
+    kWaitForGo,            // 4a
+    kDumpable,             // 4a
+    kCgroupNamespace,      // 4a
+    kUserNamespaceLimits,  // 4a
+    kDropGroups,           // 4a
+    kMountPrivate,         // 4b.1
+    kCaptureSource,        // 4b.2
+    kSetGid,               // 4b.3 (and 4d)
+    kSetUid,               // 4b.3 (and 4d)
+    kMountRoot,            // 4b.4, 4b.6
+    kMountOp,              // 4b.5
+    kPivotRoot,            // 4b.7
+    kHostname,             // 4c
+    kLoopback,             // 4c
+    kDropCaps,             // 4d
+    kNoNewPrivs,           // 4d
+    kLandlock,             // 4e
+    kCloseFds,             // 4f
+    kRlimit,               // 4f
+    kPty,                  // 4g
+    kSendPty,              // 4g
+    kSeccomp,              // 4h
+    kFork,                 // 5
+    kChdir,                // 5
+    kExec,                 // 5
 };
 const char* child_step_name(ChildStep step) noexcept;
 

@@ -442,42 +442,51 @@ bool Sandbox::oom_killed() const {
     return cgroup_ && cgroup_->oom_killed();
 }
 
-Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
-    auto log = log::get("sandbox");
+// The steps of launch(), named as docs/sandbox-lifecycle.md numbers them. Each returns an error
+// that names what failed; on failure nothing is left behind (the Sandbox and CgroupLeaf
+// destructors kill, reap and remove what was made).
+namespace {
+
+// 1.1 A spec the launcher can start: a command, a resolved level, and masked and read-only
+// paths only where there is a mount namespace to make them in.
+Status check_spec(const SandboxSpec& spec) {
     if (spec.argv.empty()) {
         return Error{Errc::kInvalidArgument, "no command to run"};
     }
     if (spec.isolation == Isolation::kAuto) {
         return Error{Errc::kInternal, "launch: isolation level not resolved"};
     }
-    const bool userns = has_user_ns(spec.isolation);
-    const bool sandboxed = spec.isolation != Isolation::kNone;
-    const bool root = ::geteuid() == 0;
     // Masked and read-only paths are mounts: without a mount namespace they cannot be made,
     // and running anyway would expose what a deny rule hides. Fail closed, unless the caller
     // said they are best-effort hardening.
     const size_t path_rules = spec.masked_paths.size() + spec.read_only_paths.size();
-    if (path_rules > 0 && !userns) {
-        const std::string& example =
-            spec.masked_paths.empty() ? spec.read_only_paths.front() : spec.masked_paths.front();
-        if (!spec.path_rules_best_effort) {
-            return Error{
-                Errc::kUnavailable,
-                fmt::format("{} path(s) must be hidden or made read-only in the sandbox (deny "
-                            "rules, --mask, --read-only; e.g. \"{}\"), which needs a mount "
-                            "namespace, and isolation level {} has none: use --isolation full "
-                            "or namespaces (`stockade doctor` shows which levels this host "
-                            "gives)",
-                            path_rules, example, isolation_name(spec.isolation))};
-        }
-        SPDLOG_LOGGER_WARN(log,
-                           "isolation level {} has no mount namespace: {} path(s) such as \"{}\" "
-                           "are not masked or made read-only",
-                           isolation_name(spec.isolation), path_rules, example);
+    if (path_rules == 0 || has_user_ns(spec.isolation)) {
+        return {};
     }
+    const std::string& example =
+        spec.masked_paths.empty() ? spec.read_only_paths.front() : spec.masked_paths.front();
+    if (!spec.path_rules_best_effort) {
+        return Error{Errc::kUnavailable,
+                     fmt::format("{} path(s) must be hidden or made read-only in the sandbox (deny "
+                                 "rules, --mask, --read-only; e.g. \"{}\"), which needs a mount "
+                                 "namespace, and isolation level {} has none: use --isolation full "
+                                 "or namespaces (`stockade doctor` shows which levels this host "
+                                 "gives)",
+                                 path_rules, example, isolation_name(spec.isolation))};
+    }
+    SPDLOG_LOGGER_WARN(log::get("sandbox"),
+                       "isolation level {} has no mount namespace: {} path(s) such as \"{}\" "
+                       "are not masked or made read-only",
+                       isolation_name(spec.isolation), path_rules, example);
+    return {};
+}
 
-    // 1. Prepare everything the child needs, so that it never allocates.
-    ChildPlan plan;
+// 1.2 and 1.3: the mount plan and everything else the child reads, so that it never allocates:
+// argv, environment, PATH, the seccomp filter, the Landlock plan, our argv/environ blocks.
+Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
+    const bool userns = has_user_ns(spec.isolation);
+    const bool sandboxed = spec.isolation != Isolation::kNone;
+    const bool root = ::geteuid() == 0;
     plan.new_user_ns = userns;
     plan.new_mount_ns = userns;
     plan.new_uts_ns = userns;
@@ -547,7 +556,15 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         plan.env_begin = blocks.env_begin;
         plan.env_end = blocks.env_end;
     }
+    return {};
+}
 
+// 1.4 At level full: the cgroup leaf (the commands' cgroup.procs joins the passed descriptors).
+// Then what depends on it: the rlimits (a limit no cgroup applies becomes one), and the user
+// namespace's own limits.
+Result<std::optional<CgroupLeaf>> create_cgroup_leaf(const SandboxSpec& spec,
+                                                     const CgroupSupport& cgroups,
+                                                     ChildPlan& plan) {
     std::optional<CgroupLeaf> leaf;
     if (spec.isolation == Isolation::kFull) {
         auto created = CgroupLeaf::create(spec.limits, cgroups, spec.commands_cgroup);
@@ -561,37 +578,45 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     }
     plan.rlimits = make_rlimits(spec, leaf ? &*leaf : nullptr);
     plan.userns_limits = make_userns_limits(spec);
+    return leaf;
+}
 
-    // Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
-    // unprivileged host uid) can write them and files keep their owner on disk.
-    std::vector<UniqueFd> idmapped;  // prepared trees, held until the clone
-    if (userns && root && spec.idmap_writable_binds) {
-        for (size_t i = 0; i < plan.mounts.ops.size(); ++i) {
-            const MountOp& op = plan.mounts.ops[i];
-            if (op.kind != MountOpKind::kBind || !op.writable || op.device) {
-                continue;
-            }
-            struct stat st {};
-            if (::stat(op.data.c_str(), &st) != 0) {
-                return errno_error(fmt::format("stat \"{}\"", op.data), errno);
-            }
-            ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid,
-                                                         st.st_gid, spec.identity.host_gid));
-            auto tree = make_idmapped_tree(op.data, ns.get());
-            if (!tree) {
-                return std::move(tree).error().wrap(
-                    "present the workspace with its owner (idmapped mount)");
-            }
-            plan.prepared_fds[static_cast<size_t>(op.source_index)] = tree->get();
-            idmapped.push_back(std::move(tree).value());
-        }
+// Whether the supervisor creates the user namespace as the sandbox's host uid (a root caller
+// with a user namespace): see clone_child.
+bool owns_as_host_uid(const SandboxSpec& spec) {
+    return has_user_ns(spec.isolation) && ::geteuid() == 0 && spec.identity.host_uid != 0;
+}
+
+// 1.5 Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
+// unprivileged host uid) can write them and files keep their owner on disk. The other
+// sources are captured here too (the child, running as the host uid, may not traverse what
+// root can: the state directory under /root, say), as the child would have; a missing one is
+// left to the child, which skips it when it is optional. The trees are held until the clone.
+Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildPlan& plan) {
+    std::vector<UniqueFd> trees;
+    if (!owns_as_host_uid(spec)) {
+        return trees;
     }
-    // A root caller's child runs as the host uid (step 2), which may not traverse what root
-    // can (the state directory under /root, say): the supervisor captures every other source
-    // itself, as the child would have (a missing one is left to the child, which skips it when
-    // it is optional).
-    const bool own_owner = userns && root && spec.identity.host_uid != 0;
-    for (size_t i = 0; own_owner && i < plan.mounts.sources.size(); ++i) {
+    for (size_t i = 0; spec.idmap_writable_binds && i < plan.mounts.ops.size(); ++i) {
+        const MountOp& op = plan.mounts.ops[i];
+        if (op.kind != MountOpKind::kBind || !op.writable || op.device) {
+            continue;
+        }
+        struct stat st {};
+        if (::stat(op.data.c_str(), &st) != 0) {
+            return errno_error(fmt::format("stat \"{}\"", op.data), errno);
+        }
+        ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid, st.st_gid,
+                                                     spec.identity.host_gid));
+        auto tree = make_idmapped_tree(op.data, ns.get());
+        if (!tree) {
+            return std::move(tree).error().wrap(
+                "present the workspace with its owner (idmapped mount)");
+        }
+        plan.prepared_fds[static_cast<size_t>(op.source_index)] = tree->get();
+        trees.push_back(std::move(tree).value());
+    }
+    for (size_t i = 0; i < plan.mounts.sources.size(); ++i) {
         if (plan.prepared_fds[i] >= 0) {
             continue;
         }
@@ -606,14 +631,26 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
                                errno);
         }
         plan.prepared_fds[i] = fd;
-        idmapped.emplace_back(fd);
+        trees.emplace_back(fd);
     }
+    return trees;
+}
 
-    ASSIGN_OR_RETURN(FdPair sync, make_socketpair(SOCK_SEQPACKET));
-    plan.sync_fd = sync.second.get();
-    plan.parent_sync_fd = sync.first.get();
+// The child, once cloned: it runs child_main(plan) and never returns to the caller's code.
+struct Cloned {
+    pid_t pid = -1;
+    UniqueFd pidfd;
+    bool into_cgroup = false;  // it entered its v2 leaf at clone time (CLONE_INTO_CGROUP)
+};
 
-    // 2. clone3 into the new namespaces, with a pidfd (and straight into a v2 cgroup).
+// 2. clone3 into the new namespaces, with a pidfd (and straight into a v2 cgroup when it can).
+// Without a pid namespace the child is listed as a sandbox's init of the adopter before the
+// lock is released, so that a sweep of orphans never takes it.
+Result<Cloned> clone_child(const SandboxSpec& spec, ChildPlan& plan,
+                           const std::optional<CgroupLeaf>& leaf) {
+    auto log = log::get("sandbox");
+    const bool userns = has_user_ns(spec.isolation);
+    const bool own_owner = owns_as_host_uid(spec);
     uint64_t flags = CLONE_PIDFD;
     if (userns) {
         // The cgroup namespace is unshared by the child after "go", once it sits in its leaf,
@@ -634,13 +671,13 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     // host uid instead: the effective uid of this thread alone (a raw setresuid; glibc's would
     // change every thread) for the length of the clone. The creds have no CAP_SYS_ADMIN over
     // root's cgroup then, so the child joins its leaf after the clone.
-    bool into_cgroup = leaf && leaf->v2_dir_fd() >= 0 && !own_owner;
-    if (into_cgroup) {
+    Cloned cloned;
+    cloned.into_cgroup = leaf && leaf->v2_dir_fd() >= 0 && !own_owner;
+    if (cloned.into_cgroup) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<__u64>(static_cast<unsigned int>(leaf->v2_dir_fd()));
     }
-    // Held from the clone until the child is listed: a sweep of orphans must not take it.
-    std::unique_lock adopting(adopter().mu);
+    std::lock_guard adopting(adopter().mu);
     if (!userns && !adopter().subreaper) {
         adopter().subreaper = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
     }
@@ -651,7 +688,7 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     // this stack and never returns.
     long pid = ::syscall(SYS_clone3, &args, sizeof args);
     if (pid < 0 && (errno == ENOSYS || errno == E2BIG)) {
-        into_cgroup = false;
+        cloned.into_cgroup = false;
         pid = ::syscall(SYS_clone, flags | SIGCHLD, nullptr, &pidfd, nullptr, nullptr);
     }
     if (pid == 0) {
@@ -664,11 +701,9 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
                                errno_string(errno));
         std::abort();
     }
-    errno = clone_errno;
     if (pid < 0) {
-        int err = errno;
-        Error error = errno_error("clone the sandbox", err);
-        if (userns && (err == EPERM || err == ENOSPC || err == EUSERS)) {
+        Error error = errno_error("clone the sandbox", clone_errno);
+        if (userns && (clone_errno == EPERM || clone_errno == ENOSPC || clone_errno == EUSERS)) {
             error.code = Errc::kUnavailable;
             error.message +=
                 ". Likely cause: user namespaces are disabled or exhausted (sysctl "
@@ -677,30 +712,52 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         }
         return error;
     }
-    sync.second.reset();
-    idmapped.clear();
-
-    Sandbox sandbox;
-    sandbox.pid_ = static_cast<pid_t>(pid);
-    sandbox.pidfd_.reset(pidfd);
-    sandbox.cgroup_ = std::move(leaf);
+    cloned.pid = static_cast<pid_t>(pid);
+    cloned.pidfd.reset(pidfd);
     if (!userns) {
-        sandbox.adopts_ = true;
-        adopter().inits.insert(sandbox.pid_);
+        adopter().inits.insert(cloned.pid);
     }
-    adopting.unlock();
     SPDLOG_LOGGER_DEBUG(log, "sandbox cloned pid={} level={}", pid, isolation_name(spec.isolation));
+    return cloned;
+}
 
-    // 3. Id maps, the cgroup, then "go". On failure the Sandbox destructor kills and reaps.
-    if (userns) {
-        if (auto st = write_id_maps(sandbox.pid_, spec.identity.sandbox_uid, spec.identity.host_uid,
-                                    spec.identity.sandbox_gid, spec.identity.host_gid, !root);
+}  // namespace
+
+Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
+    // 1. The supervisor, before clone: check the spec, prepare everything the child needs
+    // (1.2-1.3), the cgroup leaf and the limits that depend on it (1.4), the trees of the
+    // binds a root caller prepares itself (1.5), and the socket the child reports on (1.6).
+    RETURN_IF_ERROR(check_spec(spec));
+    ChildPlan plan;
+    RETURN_IF_ERROR(prepare_child_plan(spec, plan));
+    ASSIGN_OR_RETURN(std::optional<CgroupLeaf> leaf, create_cgroup_leaf(spec, cgroups, plan));
+    ASSIGN_OR_RETURN(std::vector<UniqueFd> trees, prepare_bind_trees(spec, plan));
+    ASSIGN_OR_RETURN(FdPair sync, make_socketpair(SOCK_SEQPACKET));
+    plan.sync_fd = sync.second.get();
+    plan.parent_sync_fd = sync.first.get();
+
+    // 2. Clone. The child's copies of the trees and of its end of the socket are its own now.
+    ASSIGN_OR_RETURN(Cloned cloned, clone_child(spec, plan, leaf));
+    Sandbox sandbox;
+    sandbox.pid_ = cloned.pid;
+    sandbox.pidfd_ = std::move(cloned.pidfd);
+    sandbox.cgroup_ = std::move(leaf);
+    sandbox.adopts_ = !has_user_ns(spec.isolation);
+    sync.second.reset();
+    trees.clear();
+
+    // 3. The supervisor, after clone: id maps (3.1), the cgroup (3.2), then "go" and the
+    // child's report (3.3). On failure the Sandbox destructor kills and reaps.
+    if (has_user_ns(spec.isolation)) {
+        if (auto st =
+                write_id_maps(sandbox.pid_, spec.identity.sandbox_uid, spec.identity.host_uid,
+                              spec.identity.sandbox_gid, spec.identity.host_gid, ::geteuid() != 0);
             !st) {
             return std::move(st).error().wrap("write the sandbox's id maps");
         }
     }
     if (sandbox.cgroup_) {
-        if (auto st = sandbox.cgroup_->add_process(sandbox.pid_, into_cgroup); !st) {
+        if (auto st = sandbox.cgroup_->add_process(sandbox.pid_, cloned.into_cgroup); !st) {
             return std::move(st).error().wrap("move the sandbox into its cgroup");
         }
     }
