@@ -1,6 +1,6 @@
 // stockade-bench-bwrap-args: the bubblewrap command line that gives a command the same sandbox
 // `stockade run --workspace W -- CMD` gives it, derived from Stockade's own spec and mount plan
-// (runner::build_run_spec, sandbox::make_mount_plan), so that bench/startup.sh compares like
+// (runner::make_sandbox_spec, sandbox::make_mount_plan), so that bench/startup.sh compares like
 // with like and stays right when the image or the mount plan changes.
 //
 //   stockade-bench-bwrap-args --workspace W --files-dir D --seccomp-file F [--bwrap PATH] -- CMD...
@@ -140,12 +140,18 @@ int main(int argc, char** argv) {
     runner::RunOptions options;
     options.workspace = args.workspace;
     options.network = args.network;
-    options.isolation = "namespaces";  // the mount view is the same at full and namespaces
     options.command = args.command;
     runner::CallerContext caller = runner::current_caller();
     caller.cwd = args.workspace;
     caller.tty_fds = {false, false, false};  // the bench runs with /dev/null and a log file
-    auto built = runner::build_run_spec(options, caller);
+    auto parsed = runner::parse_run_flags(options, caller);
+    if (!parsed) {
+        fmt::print(stderr, "stockade-bench-bwrap-args: {}\n", parsed.error().message);
+        return 1;
+    }
+    // The mount view is the same at full and namespaces.
+    auto built = runner::make_sandbox_spec(parsed->config, caller,
+                                           stockade::sandbox::Isolation::kNamespaces);
     if (!built) {
         fmt::print(stderr, "stockade-bench-bwrap-args: {}\n", built.error().message);
         return 1;

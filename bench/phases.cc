@@ -138,15 +138,22 @@ int main(int argc, char** argv) {
     runner::RunOptions options;
     options.workspace = workspace;
     options.command = {"/bin/true"};
-    measure("build_run_spec (options -> SandboxSpec, host image)", runs, [&](std::string* why) {
-        runner::CallerContext caller = runner::current_caller();
-        caller.tty_fds = {false, false, false};
-        auto spec = runner::build_run_spec(options, caller);
-        if (!spec) {
-            *why = spec.error().message;
-        }
-        return spec.has_value();
-    });
+    measure("parse_run_flags + make_sandbox_spec (flags -> SandboxSpec, host image)", runs,
+            [&](std::string* why) {
+                runner::CallerContext caller = runner::current_caller();
+                caller.tty_fds = {false, false, false};
+                auto parsed = runner::parse_run_flags(options, caller);
+                if (!parsed) {
+                    *why = parsed.error().message;
+                    return false;
+                }
+                auto spec =
+                    runner::make_sandbox_spec(parsed->config, caller, sb::Isolation::kNamespaces);
+                if (!spec) {
+                    *why = spec.error().message;
+                }
+                return spec.has_value();
+            });
     measure("probe_landlock", runs, [](std::string*) {
         (void)sb::probe_landlock();
         return true;
@@ -245,15 +252,18 @@ int main(int argc, char** argv) {
             skipped("launch + wait, isolation full", "no usable cgroups");
             continue;
         }
-        options.isolation = sb::isolation_name(level);
         runner::CallerContext caller = runner::current_caller();
         caller.tty_fds = {false, false, false};
-        auto spec = runner::build_run_spec(options, caller);
+        auto parsed = runner::parse_run_flags(options, caller);
+        if (!parsed) {
+            skipped("launch", parsed.error().message);
+            continue;
+        }
+        auto spec = runner::make_sandbox_spec(parsed->config, caller, level);
         if (!spec) {
             skipped("launch", spec.error().message);
             continue;
         }
-        spec->isolation = level;
         measure(fmt::format("launch + wait of /bin/true, isolation {}", sb::isolation_name(level)),
                 runs, [&](std::string* why) {
                     auto box = sb::launch(*spec, cgroups);

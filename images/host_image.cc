@@ -72,7 +72,7 @@ std::vector<ImageInfo> list_images() {
                       "the host's /usr, /bin and /lib trees read-only, with a minimal /etc"}};
 }
 
-Status apply_image(std::string_view name, sandbox::SandboxSpec& spec) {
+Result<Image> load_image(std::string_view name) {
     if (name != kHostImage) {
         std::string known;
         for (const auto& image : list_images()) {
@@ -81,6 +81,7 @@ Status apply_image(std::string_view name, sandbox::SandboxSpec& spec) {
         return Error{Errc::kNotFound,
                      fmt::format("unknown image \"{}\"; known images: {}", name, known)};
     }
+    Image image{.name = std::string(name), .readable_paths = image_readable_paths(name)};
     for (const char* tree : kRootTrees) {
         struct stat st {};
         if (::lstat(tree, &st) != 0) {
@@ -90,21 +91,32 @@ Status apply_image(std::string_view name, sandbox::SandboxSpec& spec) {
             std::array<char, 4096> target{};
             ssize_t n = ::readlink(tree, target.data(), target.size() - 1);
             if (n > 0) {
-                spec.symlinks.push_back(
+                image.symlinks.push_back(
                     sandbox::Symlink{tree, std::string(target.data(), static_cast<size_t>(n))});
             }
         } else if (S_ISDIR(st.st_mode)) {
-            spec.binds.push_back(sandbox::Bind{.source = tree, .target = tree, .optional = true});
+            image.binds.push_back(sandbox::Bind{.source = tree, .target = tree, .optional = true});
         }
     }
     for (const char* file : kEtcFiles) {
-        spec.binds.push_back(sandbox::Bind{.source = file, .target = file, .optional = true});
+        image.binds.push_back(sandbox::Bind{.source = file, .target = file, .optional = true});
     }
+    return image;
+}
+
+void add_image(const Image& image, sandbox::SandboxSpec& spec) {
+    spec.binds.insert(spec.binds.end(), image.binds.begin(), image.binds.end());
+    spec.symlinks.insert(spec.symlinks.end(), image.symlinks.begin(), image.symlinks.end());
     const std::string home = "/tmp";
     spec.files.push_back({"/etc/passwd", make_passwd(spec.identity, home), 0644});
     spec.files.push_back({"/etc/group", make_group(spec.identity), 0644});
     spec.files.push_back({"/etc/hosts", make_hosts(spec.hostname), 0644});
     spec.files.push_back({"/etc/hostname", spec.hostname + "\n", 0644});
+}
+
+Status apply_image(std::string_view name, sandbox::SandboxSpec& spec) {
+    ASSIGN_OR_RETURN(Image image, load_image(name));
+    add_image(image, spec);
     return {};
 }
 

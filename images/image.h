@@ -21,9 +21,25 @@ struct ImageInfo {
 
 std::vector<ImageInfo> list_images();
 
+// An image as found on this host: what load_image() read of it, so that adding it to a spec
+// (add_image) reads nothing more. A value: a session loads its image once.
+struct Image {
+    std::string name{};
+    std::vector<sandbox::Bind> binds{};  // read-only, each optional (skipped when missing)
+    std::vector<sandbox::Symlink> symlinks{};
+    std::vector<std::string> readable_paths{};  // image_readable_paths(name)
+};
+
+// Reads what the image needs of the host (for `host`: which root trees are directories and
+// which are symlinks, and where they point). Fails for an unknown image with the list of
+// known ones (kNotFound).
+Result<Image> load_image(std::string_view name);
+
 // Adds the image's binds, symlinks and generated files to `spec` (identity and hostname must
-// already be set: passwd and hosts are generated from them). Fails for an unknown image with
-// the list of known ones.
+// already be set: passwd and hosts are generated from them). Pure.
+void add_image(const Image& image, sandbox::SandboxSpec& spec);
+
+// load_image, then add_image.
 Status apply_image(std::string_view name, sandbox::SandboxSpec& spec);
 
 // The host paths an image makes readable, for Landlock at isolation level `landlock`, where

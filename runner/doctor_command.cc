@@ -29,7 +29,7 @@ int doctor_command() {
         return 1;
     }
     fmt::print("isolation: --isolation auto chooses \"{}\"\n", sandbox::isolation_name(*level));
-    fmt::print("default limits: {}\n", describe_limits(RunOptions{}, current_caller()));
+    fmt::print("default limits: {}\n", describe_limits(SandboxLimits{}, current_caller()));
     // What a sandbox on this directory (the default workspace) would not see of your PATH.
     std::error_code ec;
     std::vector<std::string> visible = images::image_readable_paths("host");

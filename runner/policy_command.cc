@@ -121,8 +121,8 @@ int policy_explain_command(const PolicyExplainOptions& options) {
         return kExitUsage;
     }
     // As `serve` with the default --network none would analyse the call.
-    const auto requests =
-        (*call)->capabilities(session_request_context(*ws, session_network(*loaded, "none")));
+    const auto requests = (*call)->capabilities(
+        session_request_context(*ws, session_network(*loaded, sandbox::NetworkMode::kNone)));
     const std::optional<policy::Explanation> explained =
         policy::explain_call(*loaded, options.tool, requests, (*call)->warnings());
     if (options.json) {

@@ -373,44 +373,53 @@ Enforcement enforcement_for(const policy::Policy& policy, const std::string& wor
     return Walker(policy, request_root, resolved, max_entries).run();
 }
 
-void apply_enforcement(const Enforcement& enforcement, RunOptions& options) {
-    const bool nothing_required =
-        (options.masked_paths.empty() && options.read_only_paths.empty()) ||
-        options.path_rules_best_effort;
-    options.masked_paths.insert(options.masked_paths.end(), enforcement.masked_paths.begin(),
-                                enforcement.masked_paths.end());
-    options.read_only_paths.insert(options.read_only_paths.end(),
-                                   enforcement.read_only_paths.begin(),
-                                   enforcement.read_only_paths.end());
-    options.path_rules_best_effort = nothing_required && !enforcement.from_rules;
+void apply_enforcement(const Enforcement& enforcement, SandboxConfig& config) {
+    const bool nothing_required = (config.masked_paths.empty() && config.read_only_paths.empty()) ||
+                                  config.path_rules_best_effort;
+    config.masked_paths.insert(config.masked_paths.end(), enforcement.masked_paths.begin(),
+                               enforcement.masked_paths.end());
+    config.read_only_paths.insert(config.read_only_paths.end(), enforcement.read_only_paths.begin(),
+                                  enforcement.read_only_paths.end());
+    config.path_rules_best_effort = nothing_required && !enforcement.from_rules;
 }
 
-std::vector<std::string> apply_sandbox_settings(const policy::SandboxSettings& settings,
-                                                const std::string& workspace_root,
-                                                RunOptions& options) {
+Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSettings& settings,
+                                                        const std::vector<std::string>& environ,
+                                                        SandboxConfig& config) {
     std::vector<std::string> notes;
     auto mount = [&](const std::vector<policy::SandboxEntry>& entries,
                      std::vector<std::string>& into) {
         for (const policy::SandboxEntry& e : entries) {
-            struct stat st {};
-            if (::stat(e.value.c_str(), &st) != 0) {
+            char real[PATH_MAX];
+            if (::realpath(e.value.c_str(), real) == nullptr) {
                 notes.push_back(
                     fmt::format("{}: \"{}\" does not exist; not mounted", e.origin, e.value));
                 continue;
             }
-            into.push_back(e.value);
+            into.emplace_back(real);
         }
     };
-    mount(settings.allow_read, options.ro);
-    mount(settings.allow_write, options.rw);
+    mount(settings.allow_read, config.ro);
+    mount(settings.allow_write, config.rw);
     for (const policy::SandboxEntry& e : settings.env) {
-        options.env.push_back(e.value);
+        const size_t eq = e.value.find('=');
+        if (eq != std::string::npos) {
+            config.env.push_back(e.value);
+        } else if (auto value = lookup_env(environ, e.value)) {
+            config.env.push_back(fmt::format("{}={}", e.value, *value));
+        } else {
+            notes.push_back(fmt::format("{}: env {}: not set here; not passed", e.origin, e.value));
+        }
     }
-    std::vector<std::string> visible = {workspace_root};
-    visible.insert(visible.end(), options.ro.begin(), options.ro.end());
-    visible.insert(visible.end(), options.rw.begin(), options.rw.end());
-    auto protect = [&](const std::vector<policy::SandboxEntry>& entries,
-                       std::vector<std::string>& into) {
+    std::vector<std::string> visible = {config.workspace};
+    visible.insert(visible.end(), config.ro.begin(), config.ro.end());
+    visible.insert(visible.end(), config.rw.begin(), config.rw.end());
+    std::vector<std::string> mounted = visible;
+    for (const sandbox::Bind& bind : config.image.binds) {
+        mounted.push_back(bind.target);
+    }
+    auto protect = [&](const std::vector<policy::SandboxEntry>& entries, std::string_view what,
+                       std::vector<std::string>& into) -> Status {
         for (const policy::SandboxEntry& e : entries) {
             const bool seen = std::any_of(visible.begin(), visible.end(),
                                           [&](const auto& v) { return within(e.value, v); });
@@ -421,13 +430,20 @@ std::vector<std::string> apply_sandbox_settings(const policy::SandboxSettings& s
                 continue;
             }
             struct stat st {};
-            if (::lstat(e.value.c_str(), &st) == 0) {
-                into.push_back(e.value);
+            if (::lstat(e.value.c_str(), &st) != 0) {
+                continue;
             }
+            ASSIGN_OR_RETURN(std::string checked,
+                             check_protected_path(fmt::format("{}: {}", e.origin, what), e.value,
+                                                  config.workspace, mounted));
+            into.push_back(std::move(checked));
         }
+        return {};
     };
-    protect(settings.deny_read, options.masked_paths);
-    protect(settings.deny_write, options.read_only_paths);
+    RETURN_IF_ERROR(
+        protect(settings.deny_read, "sandbox.filesystem.denyRead", config.masked_paths));
+    RETURN_IF_ERROR(
+        protect(settings.deny_write, "sandbox.filesystem.denyWrite", config.read_only_paths));
     return notes;
 }
 
@@ -452,21 +468,21 @@ std::vector<std::string> git_metadata_paths(const std::string& workspace_root,
     return out;
 }
 
-std::string session_network(const policy::Policy& policy, const std::string& requested) {
+sandbox::NetworkMode session_network(const policy::Policy& policy, sandbox::NetworkMode requested) {
     const policy::RequestOutcome network = policy.evaluate_one(
         policy::CapabilityRequest{.kind = policy::CapabilityKind::kNetworkAccess, .tool = "bash"});
-    if (requested == "none" && network.decision == policy::Decision::kAllow) {
-        return "host";
+    if (requested == sandbox::NetworkMode::kNone && network.decision == policy::Decision::kAllow) {
+        return sandbox::NetworkMode::kHost;
     }
     return requested;
 }
 
 policy::RequestContext session_request_context(const std::string& workspace_root,
-                                               const std::string& network) {
+                                               sandbox::NetworkMode network) {
     return policy::RequestContext{.workspace_root = workspace_root,
                                   .cwd = "",
                                   .home = "/tmp",
-                                  .private_loopback = network != "host"};
+                                  .private_loopback = network != sandbox::NetworkMode::kHost};
 }
 
 }  // namespace stockade::runner

@@ -1,7 +1,7 @@
 // Policy enforcement in the sandbox (DESIGN.md §5): the analysis of a bash command is advisory,
 // so deny rules on paths must also hold for whatever a command does. enforcement_for() walks
 // the workspace and turns every deny rule for reading into masks and every deny rule for
-// writing into read-only paths, for RunOptions::masked_paths / read_only_paths (and so for
+// writing into read-only paths, for SandboxConfig::masked_paths / read_only_paths (and so for
 // SandboxSpec, sandbox/spec.h).
 #pragma once
 
@@ -42,9 +42,10 @@ struct Enforcement {
 Enforcement enforcement_for(const policy::Policy& policy, const std::string& workspace_root,
                             size_t max_entries = 200000);
 
-// Adds the lists to `options` (masked_paths, read_only_paths), best effort when they hold
-// only the defaults.
-void apply_enforcement(const Enforcement& enforcement, RunOptions& options);
+// Adds the lists to `config` (masked_paths, read_only_paths), best effort when they hold
+// only the defaults. The paths are real paths in the workspace (enforcement_for made them so);
+// one that becomes a symlink before a launch fails that launch.
+void apply_enforcement(const Enforcement& enforcement, SandboxConfig& config);
 
 // The git metadata that is read-only by default in every sandbox (serve and run), under
 // `workspace_root` (a real path): .git/hooks and .git/config, where they exist and are not
@@ -53,21 +54,23 @@ void apply_enforcement(const Enforcement& enforcement, RunOptions& options);
 std::vector<std::string> git_metadata_paths(const std::string& workspace_root,
                                             std::vector<std::string>& notes);
 
-// Adds the policy's "sandbox" block to `options`: allowRead → ro, allowWrite → rw, env → env,
-// and denyRead/denyWrite → masked/read-only paths (those inside the workspace or a mount;
-// the sandbox cannot see the others anyway). A mount whose path does not exist is left out.
-// Returns one note per entry left out, for the session's log.
-std::vector<std::string> apply_sandbox_settings(const policy::SandboxSettings& settings,
-                                                const std::string& workspace_root,
-                                                RunOptions& options);
+// Adds the policy's "sandbox" block to `config`: allowRead → ro, allowWrite → rw (as real
+// paths), env → env ("NAME" alone taken from `environ`), and denyRead/denyWrite →
+// masked/read-only paths (those inside the workspace or a mount; the sandbox cannot see the
+// others anyway). A mount whose path does not exist, or an env NAME not set, is left out.
+// Returns one note per entry left out, for the session's log; a deny path through a symlink is
+// an error (kInvalidArgument, check_protected_path), as the sandbox could not protect it.
+Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSettings& settings,
+                                                        const std::vector<std::string>& environ,
+                                                        SandboxConfig& config);
 
-// The network of a session's sandbox: `requested` (--network), except that "none" becomes
-// "host" when the policy allows network.access outright (a rule naming no host).
-std::string session_network(const policy::Policy& policy, const std::string& requested);
+// The network of a session's sandbox: `requested` (--network), except that none becomes
+// host when the policy allows network.access outright (a rule naming no host).
+sandbox::NetworkMode session_network(const policy::Policy& policy, sandbox::NetworkMode requested);
 
 // How a session's calls are analysed: paths resolve as inside the sandbox (HOME is /tmp), and
 // its loopback is its own unless the sandbox has the host's network (`network`).
 policy::RequestContext session_request_context(const std::string& workspace_root,
-                                               const std::string& network);
+                                               sandbox::NetworkMode network);
 
 }  // namespace stockade::runner

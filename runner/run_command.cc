@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +17,6 @@
 
 #include "common/log.h"
 #include "common/parse.h"
-#include "common/path.h"
 #include "common/syscall.h"
 #include "images/image.h"
 #include "runner/policy_enforcement.h"
@@ -29,16 +27,12 @@
 #include "sandbox/landlock.h"
 #include "sandbox/launcher.h"
 
-extern char** environ;  // NOLINT: POSIX
-
 namespace stockade::runner {
 namespace {
 
 using sandbox::Isolation;
 using sandbox::NetworkMode;
 using sandbox::SandboxSpec;
-
-constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
 
 Error usage(std::string message) {
     return Error{Errc::kInvalidArgument, std::move(message)};
@@ -86,83 +80,6 @@ bool valid_env_name(std::string_view name) {
         }
     }
     return true;
-}
-
-std::optional<std::string> lookup_env(const std::vector<std::string>& env, std::string_view name) {
-    std::string prefix = fmt::format("{}=", name);
-    for (const auto& entry : env) {
-        if (entry.rfind(prefix, 0) == 0) {
-            return entry.substr(prefix.size());
-        }
-    }
-    return std::nullopt;
-}
-
-bool is_within(const std::string& path, const std::string& dir) {
-    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
-                           (dir == "/" || path[dir.size()] == '/'));
-}
-
-// The sandbox's PATH: the directories of the caller's PATH that a bind brings in (a toolchain
-// mounted with --ro, a virtualenv in the workspace), in the caller's order, then the default.
-std::string sandbox_path(const CallerContext& caller, const std::vector<std::string>& mounted) {
-    std::vector<std::string> dirs;
-    if (auto path = lookup_env(caller.environ, "PATH")) {
-        for (std::string& dir : split_path_list(*path)) {
-            const bool inside = std::any_of(mounted.begin(), mounted.end(),
-                                            [&](const auto& m) { return is_within(dir, m); });
-            if (!dir.empty() && dir.front() == '/' && inside &&
-                std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
-                dirs.push_back(std::move(dir));
-            }
-        }
-    }
-    dirs.emplace_back(kDefaultPath);
-    return fmt::format("{}", fmt::join(dirs, ":"));
-}
-
-// A --mask / --read-only path: absolute and normalised (relative ones are taken from `cwd`),
-// inside one of the spec's binds, and not through a symlink (the sandbox would refuse it).
-Result<std::string> protected_path(const std::string& flag, const std::string& path,
-                                   const std::string& cwd,
-                                   const std::vector<sandbox::Bind>& binds) {
-    if (path.empty()) {
-        return usage(fmt::format("{}: an empty path", flag));
-    }
-    std::filesystem::path joined =
-        path.front() == '/' ? std::filesystem::path(path) : std::filesystem::path(cwd) / path;
-    std::string normal = joined.lexically_normal().string();
-    while (normal.size() > 1 && normal.back() == '/') {
-        normal.pop_back();
-    }
-    if (normal.empty() || normal.front() != '/') {
-        return usage(fmt::format("{} \"{}\": not an absolute path", flag, path));
-    }
-    const bool inside = std::any_of(binds.begin(), binds.end(), [&](const sandbox::Bind& bind) {
-        return is_within(normal, bind.target);
-    });
-    if (!inside) {
-        return usage(fmt::format(
-            "{} \"{}\": not inside the workspace or a --ro/--rw path, so there is nothing "
-            "there to protect; name a path inside them",
-            flag, path));
-    }
-    // The deepest part of the path that exists must be its own real path.
-    std::string existing = normal;
-    struct stat st {};
-    while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
-        existing = std::filesystem::path(existing).parent_path().string();
-    }
-    char resolved[PATH_MAX];
-    const bool resolves = ::realpath(existing.c_str(), resolved) != nullptr;
-    if (S_ISLNK(st.st_mode) || (resolves && existing != resolved)) {
-        return usage(fmt::format(
-            "{} \"{}\": \"{}\" is a symbolic link, which the sandbox cannot protect; name "
-            "the real path ({})",
-            flag, path, existing,
-            resolves ? fmt::format("\"{}\"", resolved) : std::string("it points nowhere")));
-    }
-    return normal;
 }
 
 // Relays the terminal, forwards signals, enforces the timeout; returns the exit code.
@@ -294,17 +211,6 @@ int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
 
 }  // namespace
 
-void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
-    std::string prefix = fmt::format("{}=", name);
-    for (auto& entry : env) {
-        if (entry.rfind(prefix, 0) == 0) {
-            entry = prefix + std::string(value);
-            return;
-        }
-    }
-    env.push_back(prefix + std::string(value));
-}
-
 Result<Resolved> resolve_isolation(Isolation requested) {
     sandbox::HostFeatures features;
     features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
@@ -317,246 +223,210 @@ Result<Resolved> resolve_isolation(Isolation requested) {
     return Resolved{.level = level, .cgroups = std::move(features.cgroups)};
 }
 
-uint64_t default_memory_bytes(uint64_t host_memory_bytes) {
-    return std::max<uint64_t>(host_memory_bytes / 2, uint64_t{512} << 20);
-}
-
-void apply_hosted_quotas(RunOptions& options) {
-    for (auto [field, value] :
-         {std::pair{&options.memory, "2G"}, std::pair{&options.pids, "512"},
-          std::pair{&options.cpu, "1"}, std::pair{&options.tmp_size, "512M"}}) {
-        if (field->empty()) {
-            *field = value;
-        }
+Result<std::string> check_protected_path(std::string_view what, const std::string& path,
+                                         const std::string& cwd,
+                                         const std::vector<std::string>& mounted) {
+    if (path.empty()) {
+        return usage(fmt::format("{}: an empty path", what));
     }
-}
-
-std::string describe_limits(const RunOptions& options, const CallerContext& caller) {
-    const auto gib = [](uint64_t bytes) {
-        return fmt::format("{:.1f}G", static_cast<double>(bytes) / static_cast<double>(1ULL << 30));
-    };
-    std::string memory =
-        !options.memory.empty() ? options.memory
-        : caller.memory_bytes > 0
-            ? fmt::format("{} (half of this host's, where a memory cgroup applies)",
-                          gib(default_memory_bytes(caller.memory_bytes)))
-            : std::string("none");
-    return fmt::format("memory {}, pids {}, cpu {}, /tmp {}", memory,
-                       options.pids.empty() ? std::to_string(kDefaultPids) : options.pids,
-                       options.cpu.empty() ? std::string("all") : options.cpu,
-                       options.tmp_size.empty() ? std::string("1G") : options.tmp_size);
-}
-
-CallerContext current_caller() {
-    CallerContext caller;
-    struct sysinfo info {};
-    if (::sysinfo(&info) == 0) {
-        caller.memory_bytes = static_cast<uint64_t>(info.totalram) * info.mem_unit;
+    std::filesystem::path joined =
+        path.front() == '/' ? std::filesystem::path(path) : std::filesystem::path(cwd) / path;
+    std::string normal = joined.lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') {
+        normal.pop_back();
     }
-    std::error_code ec;
-    caller.cwd = std::filesystem::current_path(ec).string();
-    caller.euid = ::geteuid();
-    caller.egid = ::getegid();
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-        caller.environ.emplace_back(*e);
+    if (normal.empty() || normal.front() != '/') {
+        return usage(fmt::format("{} \"{}\": not an absolute path", what, path));
     }
-    caller.tty_fds = terminal_fds();
-    return caller;
-}
-
-Result<SandboxSpec> build_run_spec(const RunOptions& options, const CallerContext& caller) {
-    SandboxSpec spec;
-    if (options.command.empty()) {
-        return usage("no command given: put it after --, e.g. stockade run -- bash");
-    }
-    spec.argv = options.command;
-
-    // Workspace and binds: every path must exist; they appear at the same path inside.
-    ASSIGN_OR_RETURN(
-        std::string workspace,
-        existing_path("workspace", options.workspace.empty() ? caller.cwd : options.workspace));
-    struct stat st {};
-    if (::stat(workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    const bool inside = std::any_of(mounted.begin(), mounted.end(),
+                                    [&](const std::string& m) { return is_within(normal, m); });
+    if (!inside) {
         return usage(fmt::format(
-            "workspace \"{}\" is not a directory: pass a directory with --workspace", workspace));
+            "{} \"{}\": not inside the workspace or a --ro/--rw path, so there is nothing "
+            "there to protect; name a path inside them",
+            what, path));
     }
-    if (workspace == "/") {
+    // The deepest part of the path that exists must be its own real path.
+    std::string existing = normal;
+    struct stat st {};
+    while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
+        existing = std::filesystem::path(existing).parent_path().string();
+    }
+    char resolved[PATH_MAX];
+    const bool resolves = ::realpath(existing.c_str(), resolved) != nullptr;
+    if (S_ISLNK(st.st_mode) || (resolves && existing != resolved)) {
+        return usage(fmt::format(
+            "{} \"{}\": \"{}\" is a symbolic link, which the sandbox cannot protect; name "
+            "the real path ({})",
+            what, path, existing,
+            resolves ? fmt::format("\"{}\"", resolved) : std::string("it points nowhere")));
+    }
+    return normal;
+}
+
+Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerContext& caller) {
+    ParsedFlags parsed;
+    SandboxConfig& config = parsed.config;
+
+    // The workspace and the binds: every path must exist; they appear at the same path inside.
+    ASSIGN_OR_RETURN(
+        config.workspace,
+        existing_path("workspace", flags.workspace.empty() ? caller.cwd : flags.workspace));
+    struct stat st {};
+    if (::stat(config.workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return usage(
+            fmt::format("workspace \"{}\" is not a directory: pass a directory with --workspace",
+                        config.workspace));
+    }
+    if (config.workspace == "/") {
         return usage(
             "refusing to use / as the workspace: pass a project directory with --workspace");
     }
-    ASSIGN_OR_RETURN(spec.isolation, parse_isolation(options.isolation));
-    if (options.network == "none") {
-        spec.network = NetworkMode::kNone;
-    } else if (options.network == "host") {
-        spec.network = NetworkMode::kHost;
+    config.workspace_uid = st.st_uid;
+    config.workspace_gid = st.st_gid;
+    ASSIGN_OR_RETURN(config.isolation, parse_isolation(flags.isolation));
+    if (flags.network == "none") {
+        config.network = NetworkMode::kNone;
+    } else if (flags.network == "host") {
+        config.network = NetworkMode::kHost;
     } else {
         return usage(
-            fmt::format("--network \"{}\" is not a mode: use none or host", options.network));
+            fmt::format("--network \"{}\" is not a mode: use none or host", flags.network));
     }
-    auto parsed = [](const std::string& flag, auto result) -> decltype(result) {
+    auto checked = [](const std::string& flag, auto result) -> decltype(result) {
         if (!result) {
             return usage(fmt::format("{}: {}", flag, result.error().message));
         }
         return result;
     };
-    if (!options.memory.empty()) {
-        ASSIGN_OR_RETURN(uint64_t bytes, parsed("--memory", parse_size(options.memory)));
+    if (!flags.memory.empty()) {
+        ASSIGN_OR_RETURN(uint64_t bytes, checked("--memory", parse_size(flags.memory)));
         if (bytes < (4ULL << 20)) {
             return usage("--memory: at least 4M is needed to start a process");
         }
-        spec.limits.memory_bytes = bytes;
-    } else if (caller.memory_bytes > 0) {
-        spec.limits.memory_bytes = default_memory_bytes(caller.memory_bytes);
-        spec.limits.memory_is_default = true;
+        config.limits.memory_bytes = bytes;
     }
-    spec.limits.pids = kDefaultPids;
-    if (!options.pids.empty()) {
-        ASSIGN_OR_RETURN(uint64_t pids, parsed("--pids", parse_uint(options.pids, 2, 4'194'304)));
-        spec.limits.pids = pids;
+    if (!flags.pids.empty()) {
+        ASSIGN_OR_RETURN(config.limits.pids,
+                         checked("--pids", parse_uint(flags.pids, 2, 4'194'304)));
     }
-    if (!options.cpu.empty()) {
-        ASSIGN_OR_RETURN(double cpu, parsed("--cpu", parse_cpu_fraction(options.cpu)));
-        spec.limits.cpu = cpu;
+    if (!flags.cpu.empty()) {
+        ASSIGN_OR_RETURN(config.limits.cpu, checked("--cpu", parse_cpu_fraction(flags.cpu)));
     }
-    if (!options.tmp_size.empty()) {
-        ASSIGN_OR_RETURN(uint64_t bytes, parsed("--tmp-size", parse_size(options.tmp_size)));
+    if (!flags.tmp_size.empty()) {
+        ASSIGN_OR_RETURN(uint64_t bytes, checked("--tmp-size", parse_size(flags.tmp_size)));
         if (bytes == 0) {
             return usage("--tmp-size: must be more than 0 (tmpfs reads 0 as unlimited)");
         }
-        spec.limits.tmp_bytes = bytes;
+        config.limits.tmp_bytes = bytes;
     }
-    if (!options.timeout.empty()) {
-        ASSIGN_OR_RETURN(auto timeout, parsed("--timeout", parse_duration(options.timeout)));
-        spec.timeout = timeout;
-    }
-
-    // Identity: never host root. Root callers map the sandbox user to a dedicated host id and
-    // see writable binds through idmapped mounts; others map their own uid.
-    const bool root = caller.euid == 0;
-    spec.identity.host_uid = root ? options.host_uid.value_or(kDefaultHostUid) : caller.euid;
-    spec.identity.host_gid = root ? options.host_gid.value_or(kDefaultHostGid) : caller.egid;
-    if (root && (spec.identity.host_uid == 0 || spec.identity.host_gid == 0)) {
+    if (caller.privileged &&
+        ((flags.host_uid && *flags.host_uid == 0) || (flags.host_gid && *flags.host_gid == 0))) {
         return usage(
             "--host-uid/--host-gid 0 would make the sandbox user host root: pick another id");
     }
-    spec.idmap_writable_binds = root;
-    if (root && spec.isolation == Isolation::kLandlock && st.st_uid != 0) {
-        // No mount namespace, so no idmapped mount: run as the workspace's owner.
-        spec.identity.host_uid = st.st_uid;
-        spec.identity.host_gid = st.st_gid;
+    config.host_uid = flags.host_uid;
+    config.host_gid = flags.host_gid;
+    auto image = images::load_image(flags.image);
+    if (!image) {
+        return usage(fmt::format("--image: {}", image.error().message));
     }
-
-    spec.binds.clear();
-    spec.writable_paths = {workspace, "/tmp", "/dev/shm"};
-    if (auto applied = images::apply_image(options.image, spec); !applied) {
-        return usage(fmt::format("--image: {}", applied.error().message));
+    config.image = std::move(image).value();
+    std::vector<std::string> mounted = {config.workspace};  // where protected paths may lie
+    for (const sandbox::Bind& bind : config.image.binds) {
+        mounted.push_back(bind.target);
     }
-    spec.binds.push_back(sandbox::Bind{.source = workspace, .target = workspace, .writable = true});
-    std::vector<std::string> readable = images::image_readable_paths(options.image);
-    readable.insert(readable.end(), {workspace, "/tmp", "/dev", "/proc"});
-    std::vector<std::string> mounted = {workspace};  // what the caller's PATH may point into
-    for (const auto& path : options.ro) {
+    for (const auto& path : flags.ro) {
         ASSIGN_OR_RETURN(std::string resolved, existing_path("--ro path", path));
-        spec.binds.push_back(sandbox::Bind{.source = resolved, .target = resolved});
-        readable.push_back(resolved);
         mounted.push_back(resolved);
+        config.ro.push_back(std::move(resolved));
     }
-    for (const auto& path : options.rw) {
+    for (const auto& path : flags.rw) {
         ASSIGN_OR_RETURN(std::string resolved, existing_path("--rw path", path));
-        spec.binds.push_back(
-            sandbox::Bind{.source = resolved, .target = resolved, .writable = true});
-        spec.writable_paths.push_back(resolved);
-        readable.push_back(resolved);
         mounted.push_back(resolved);
+        config.rw.push_back(std::move(resolved));
     }
-    if (spec.isolation == Isolation::kLandlock) {
-        spec.readable_paths = readable;
+    for (const auto& path : flags.masked_paths) {
+        ASSIGN_OR_RETURN(std::string real,
+                         check_protected_path("--mask", path, caller.cwd, mounted));
+        config.masked_paths.push_back(std::move(real));
     }
-    for (const auto& path : options.masked_paths) {
-        ASSIGN_OR_RETURN(std::string checked,
-                         protected_path("--mask", path, caller.cwd, spec.binds));
-        spec.masked_paths.push_back(std::move(checked));
-    }
-    for (const auto& path : options.read_only_paths) {
-        ASSIGN_OR_RETURN(std::string checked,
-                         protected_path("--read-only", path, caller.cwd, spec.binds));
-        spec.read_only_paths.push_back(std::move(checked));
-    }
-    spec.path_rules_best_effort = options.path_rules_best_effort;
-
-    // Working directory: where we are, if that is inside the workspace; else the workspace.
-    if (!options.cwd.empty()) {
-        spec.cwd = options.cwd;
-    } else {
-        std::string here = caller.cwd;
-        char resolved[PATH_MAX];
-        if (::realpath(here.c_str(), resolved) != nullptr) {
-            here = resolved;
-        }
-        spec.cwd = is_within(here, workspace) ? here : workspace;
+    for (const auto& path : flags.read_only_paths) {
+        ASSIGN_OR_RETURN(std::string real,
+                         check_protected_path("--read-only", path, caller.cwd, mounted));
+        config.read_only_paths.push_back(std::move(real));
     }
 
-    // Environment: a small baseline, plus exactly what --env allows. Nothing else crosses.
-    spec.tty_fds = caller.tty_fds;
-    bool any_tty = spec.tty_fds[0] || spec.tty_fds[1] || spec.tty_fds[2];
-    set_env(spec.env, "PATH", sandbox_path(caller, mounted));
-    set_env(spec.env, "HOME", "/tmp");
-    set_env(spec.env, "USER", spec.identity.user_name);
-    set_env(spec.env, "LOGNAME", spec.identity.user_name);
-    set_env(spec.env, "SHELL", "/bin/bash");
-    set_env(spec.env, "LANG", "C.UTF-8");
-    if (any_tty) {
-        set_env(spec.env, "TERM", lookup_env(caller.environ, "TERM").value_or("xterm-256color"));
-    }
-    for (const auto& entry : options.env) {
+    // Environment: exactly what --env allows, with NAME alone taken from here.
+    for (const auto& entry : flags.env) {
         size_t eq = entry.find('=');
         std::string name = entry.substr(0, eq);
         if (!valid_env_name(name)) {
             return usage(fmt::format("--env \"{}\": \"{}\" is not a variable name", entry, name));
         }
         if (eq != std::string::npos) {
-            set_env(spec.env, name, entry.substr(eq + 1));
+            config.env.push_back(entry);
         } else if (auto value = lookup_env(caller.environ, name)) {
-            set_env(spec.env, name, *value);
+            config.env.push_back(fmt::format("{}={}", name, *value));
         } else {
-            fmt::print(stderr, "stockade run: warning: --env {}: not set here; not passed\n", name);
+            parsed.warnings.push_back(fmt::format("--env {}: not set here; not passed", name));
         }
     }
-    return spec;
+    return parsed;
 }
 
-int run_command(const RunOptions& given) {
+Result<ParsedFlags> parse_run_flags(const RunOptions& flags, const CallerContext& caller) {
+    if (flags.command.empty()) {
+        return usage("no command given: put it after --, e.g. stockade run -- bash");
+    }
+    ASSIGN_OR_RETURN(ParsedFlags parsed, parse_sandbox_flags(flags, caller));
+    CommandProcess command{.argv = flags.command, .cwd = flags.cwd};
+    if (!flags.timeout.empty()) {
+        auto timeout = parse_duration(flags.timeout);
+        if (!timeout) {
+            return usage(fmt::format("--timeout: {}", timeout.error().message));
+        }
+        command.timeout = *timeout;
+    }
+    parsed.config.process = std::move(command);
+    return parsed;
+}
+
+int run_command(const RunOptions& flags) {
     auto log = log::get("runner");
-    CallerContext caller = current_caller();
-    RunOptions options = given;
-    if (!options.writable_git) {
+    const CallerContext caller = current_caller();
+    auto parsed = parse_run_flags(flags, caller);
+    if (!parsed) {
+        fmt::print(stderr, "stockade run: {}\n", parsed.error().message);
+        return kExitUsage;
+    }
+    for (const std::string& warning : parsed->warnings) {
+        fmt::print(stderr, "stockade run: warning: {}\n", warning);
+    }
+    SandboxConfig config = std::move(parsed->config);
+    if (!flags.writable_git) {
         // As serve does: nothing the command does may plant a hook for the host's git. Best
         // effort at levels without a mount namespace, unless paths were asked for explicitly.
-        char real[PATH_MAX];
-        const std::string ws = options.workspace.empty() ? caller.cwd : options.workspace;
-        if (::realpath(ws.c_str(), real) != nullptr) {
-            std::vector<std::string> notes;
-            std::vector<std::string> git = git_metadata_paths(real, notes);
-            options.path_rules_best_effort =
-                options.masked_paths.empty() && options.read_only_paths.empty();
-            options.read_only_paths.insert(options.read_only_paths.end(), git.begin(), git.end());
-            for (const std::string& note : notes) {
-                SPDLOG_LOGGER_WARN(log, "{}", note);
-            }
+        std::vector<std::string> notes;
+        std::vector<std::string> git = git_metadata_paths(config.workspace, notes);
+        config.path_rules_best_effort =
+            config.masked_paths.empty() && config.read_only_paths.empty();
+        config.read_only_paths.insert(config.read_only_paths.end(), git.begin(), git.end());
+        for (const std::string& note : notes) {
+            SPDLOG_LOGGER_WARN(log, "{}", note);
         }
     }
-    auto built = build_run_spec(options, caller);
+    auto resolved = resolve_isolation(config.isolation);
+    if (!resolved) {
+        fmt::print(stderr, "stockade run: {}\n", resolved.error().message);
+        return kExitUnavailable;
+    }
+    auto built = make_sandbox_spec(config, caller, resolved->level);
     if (!built) {
         fmt::print(stderr, "stockade run: {}\n", built.error().message);
         return kExitUsage;
     }
     SandboxSpec spec = std::move(built).value();
-    auto resolved = resolve_isolation(spec.isolation);
-    if (!resolved) {
-        fmt::print(stderr, "stockade run: {}\n", resolved.error().message);
-        return kExitUnavailable;
-    }
-    spec.isolation = resolved->level;
     PrivateTmp private_tmp("run");
     if (spec.isolation == Isolation::kLandlock) {
         if (auto applied = private_tmp.apply(spec); !applied) {
@@ -582,17 +452,14 @@ int run_command(const RunOptions& given) {
 
     const sandbox::CgroupSupport& cgroups = resolved->cgroups;
     auto box = sandbox::launch(spec, cgroups);
-    if (!box && box.error().code == Errc::kUnavailable && options.isolation == "auto" &&
+    if (!box && box.error().code == Errc::kUnavailable && config.isolation == Isolation::kAuto &&
         spec.isolation != Isolation::kLandlock && sandbox::probe_landlock().abi > 0) {
         // `auto` assumed user namespaces; the kernel said no. Take the next level down.
         fmt::print(stderr, "stockade run: warning: {}; falling back to --isolation landlock\n",
                    box.error().message);
-        RunOptions fallback = options;
-        fallback.isolation = "landlock";
-        auto rebuilt = build_run_spec(fallback, caller);
+        auto rebuilt = make_sandbox_spec(config, caller, Isolation::kLandlock);
         if (rebuilt) {
             spec = std::move(rebuilt).value();
-            spec.isolation = Isolation::kLandlock;
             if (auto applied = private_tmp.apply(spec); applied) {
                 box = sandbox::launch(spec, cgroups);
             }

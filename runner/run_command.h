@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "runner/sandbox_config.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/spec.h"
 
@@ -21,12 +22,8 @@ inline constexpr int kExitSetupFailed = 125;  // stockade itself could not build
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;
 
-// The dedicated host ids a root caller's sandbox user maps to (files it creates outside
-// idmapped binds, e.g. in /tmp, are owned by them).
-inline constexpr uid_t kDefaultHostUid = 1879048192;  // 0x70000000
-inline constexpr gid_t kDefaultHostGid = 1879048192;
-
-// The flags as typed; values are parsed by build_run_spec so that errors are ours.
+// The sandbox flags of run, serve and call as typed; parse_run_flags and parse_sandbox_flags
+// turn them into a SandboxConfig, so that errors are ours.
 struct RunOptions {
     std::string workspace;
     std::vector<std::string> ro;
@@ -51,49 +48,38 @@ struct RunOptions {
     // or relative to the caller's working directory; each must lie in the workspace or another
     // bind (--ro, --rw, the image) and must not go through a symlink. Missing paths are
     // skipped at launch. They need a mount namespace: at levels landlock and none the launch
-    // fails (exit 77), unless path_rules_best_effort (hardening defaults only; not a flag).
-    // runner/policy_enforcement.h turns deny rules into these lists.
+    // fails (exit 77).
     std::vector<std::string> masked_paths;
     std::vector<std::string> read_only_paths;
-    bool path_rules_best_effort = false;
     // `stockade run --writable-git`: leave .git/config and .git/hooks writable (they are
     // read-only by default, as in every session of serve).
     bool writable_git = false;
     std::vector<std::string> command;
 };
 
-// What build_run_spec reads of the calling process, so tests can give literals.
-struct CallerContext {
-    std::string cwd;
-    uid_t euid = 0;
-    gid_t egid = 0;
-    std::vector<std::string> environ;  // "NAME=VALUE"
-    std::array<bool, 3> tty_fds{};
-    uint64_t memory_bytes = 0;  // the host's RAM (sysinfo), for the default memory limit
+// A SandboxConfig made from flags, and one line for each flag that was left out (an --env NAME
+// that is not set here), for the caller to print or log.
+struct ParsedFlags {
+    SandboxConfig config;
+    std::vector<std::string> warnings;
 };
 
-// The limits a sandbox has when the caller names none: a share of the host's memory (where a
-// memory cgroup applies: an address-space rlimit would break runtimes that reserve far more
-// than they use, such as V8 and the JVM), a pids limit, and a 1 GiB /tmp (Limits::tmp_bytes).
-inline constexpr uint64_t kDefaultPids = 4096;
-uint64_t default_memory_bytes(uint64_t host_memory_bytes);  // half of it, at least 512 MiB
+// The flags of serve and call: the workspace and every bind resolved to real paths that must
+// exist, --mask/--read-only checked (check_protected_path), the values parsed. The process is
+// left to the session worker. Errors are usage errors (kInvalidArgument, kNotFound), each one
+// line naming the fix.
+Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerContext& caller);
 
-// `--mode hosted` ("quotas on"): tighter limits for what the options leave unset — memory
-// 2G, pids 512, cpu 1, /tmp 512M.
-void apply_hosted_quotas(RunOptions& options);
+// `stockade run`'s flags: parse_sandbox_flags, and the command with --cwd and --timeout.
+Result<ParsedFlags> parse_run_flags(const RunOptions& flags, const CallerContext& caller);
 
-// "memory 11.8G (half of this host's; a memory cgroup only), pids 4096, /tmp 1G" — the limits a
-// sandbox made from `options` gets, for the banner and doctor.
-std::string describe_limits(const RunOptions& options, const CallerContext& caller);
-
-// Turns the options into a spec (isolation left as requested; kAuto resolved at launch).
-// Errors are usage errors (kInvalidArgument, kNotFound), each one line naming the fix.
-Result<sandbox::SandboxSpec> build_run_spec(const RunOptions& options, const CallerContext& caller);
-
-CallerContext current_caller();
-
-// Sets NAME=VALUE in an environment list, replacing an entry of that name.
-void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value);
+// A path to hide or make read-only, as an operator gave it (`what`: "--mask", a settings
+// entry): absolute and normalised (a relative one is taken from `cwd`), inside one of the
+// `mounted` host paths (the workspace, the binds, the image), and not through a symlink at
+// this moment (the sandbox would refuse it at launch). Errors are kInvalidArgument.
+Result<std::string> check_protected_path(std::string_view what, const std::string& path,
+                                         const std::string& cwd,
+                                         const std::vector<std::string>& mounted);
 
 // Resolves `auto` and checks that an explicit level can be given (exit 77 material). Only the
 // cheap probes: namespaces are assumed, and clone reports if they are missing. The cgroup

@@ -38,8 +38,17 @@ Result<std::unique_ptr<Session>> open_session(
     const std::string& workspace, const std::string& state_dir, const std::string& resume,
     const std::string& process_log_cap, const std::string& output_budget, const PolicyFlags& policy,
     const RunOptions& sandbox, bool structured_content) {
-    SessionConfig config{
-        .workspace = workspace, .state_dir = state_dir, .resume = resume, .sandbox = sandbox};
+    RunOptions flags = sandbox;
+    flags.workspace = workspace;
+    ASSIGN_OR_RETURN(ParsedFlags parsed, parse_sandbox_flags(flags, current_caller()));
+    for (const std::string& warning : parsed.warnings) {
+        SPDLOG_LOGGER_WARN(log::get("runner"), "sandbox flags: {}", warning);
+    }
+    SessionConfig config{.sandbox = std::move(parsed.config),
+                         .state_dir = state_dir,
+                         .resume = resume,
+                         .git_identity = sandbox.git_identity,
+                         .host_uid_range = sandbox.host_uid_range};
     config.policy = policy;
     config.structured_content = structured_content;
     for (const auto& [flag, text, bytes] :
@@ -61,7 +70,7 @@ Result<std::unique_ptr<Session>> open_session(
 void print_banner(const Session& session) {
     const std::string& ws = session.workspace();
     const GitIdentity& id = session.git_identity();
-    std::vector<std::string> visible = images::image_readable_paths(session.sandbox().image);
+    std::vector<std::string> visible = session.sandbox().image.readable_paths;
     visible.push_back(ws);
     visible.insert(visible.end(), session.sandbox().ro.begin(), session.sandbox().ro.end());
     visible.insert(visible.end(), session.sandbox().rw.begin(), session.sandbox().rw.end());
@@ -74,8 +83,8 @@ void print_banner(const Session& session) {
         "  Commits in the sandbox are made as {} <{}> (--git-identity to change it).\n"
         "  Event log: {}\n"
         "  Resume later with: stockade serve --workspace {} --resume {}\n{}",
-        session.paths().id, ws, ws, describe_limits(session.sandbox(), current_caller()), id.name,
-        id.email, session.paths().events, ws, session.paths().id,
+        session.paths().id, ws, ws, describe_limits(session.sandbox().limits, current_caller()),
+        id.name, id.email, session.paths().events, ws, session.paths().id,
         hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible)));
 }
 

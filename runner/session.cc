@@ -47,7 +47,7 @@ std::string sanitize_call_id(const std::string& id) {
 }
 
 // What the worker's view keeps read-only or hides, with the reason the model is told.
-std::vector<tools::ProtectedPath> protected_paths(const RunOptions& sandbox,
+std::vector<tools::ProtectedPath> protected_paths(const SandboxConfig& sandbox,
                                                   const std::string& workspace) {
     std::vector<tools::ProtectedPath> out;
     for (const std::string& path : sandbox.read_only_paths) {
@@ -107,15 +107,9 @@ private:
 };
 
 Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
-    char resolved[PATH_MAX];
-    std::string ws = config.workspace.empty() ? "." : config.workspace;
-    if (::realpath(ws.c_str(), resolved) == nullptr) {
-        return Error{
-            Errc::kNotFound,
-            fmt::format("workspace \"{}\" does not exist: create it or pass --workspace", ws)};
-    }
     std::unique_ptr<Session> session(new Session());
-    session->workspace_ = resolved;
+    SandboxConfig worker = std::move(config.sandbox);
+    session->workspace_ = worker.workspace;  // a real path (parse_sandbox_flags)
     std::vector<std::string> policy_warnings;
     auto loaded = load_policy(config.policy, session->workspace_, policy_warnings);
     if (!loaded) {
@@ -132,62 +126,58 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     }
     // Deny rules on paths become masks and read-only mounts in the worker's view, so that
     // they hold for whatever a command does; network.access decides the network namespace.
-    RunOptions sandbox = config.sandbox;
     if (session->policy_->quotas()) {
-        apply_hosted_quotas(sandbox);  // --mode hosted: what the flags leave unset is tighter
+        apply_hosted_quotas(worker.limits);  // --mode hosted: what the flags leave unset is tighter
     }
-    for (const auto& note :
-         apply_sandbox_settings(session->policy_->sandbox(), session->workspace_, sandbox)) {
+    const CallerContext caller = current_caller();
+    ASSIGN_OR_RETURN(std::vector<std::string> settings_notes,
+                     apply_sandbox_settings(session->policy_->sandbox(), caller.environ, worker));
+    for (const auto& note : settings_notes) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "sandbox settings: {}", note);
     }
     // Commits made inside need an identity; HOME there is /tmp, so no config file gives one.
     GitIdentity identity = fallback_git_identity();
-    if (!sandbox.git_identity.empty()) {
-        ASSIGN_OR_RETURN(identity, parse_git_identity(sandbox.git_identity));
-    } else if (auto own = operator_git_identity(current_caller().environ)) {
+    if (!config.git_identity.empty()) {
+        ASSIGN_OR_RETURN(identity, parse_git_identity(config.git_identity));
+    } else if (auto own = operator_git_identity(caller.environ)) {
         identity = *own;
     }
     session->git_identity_ = identity;
     std::vector<std::string> env = git_identity_env(identity);
-    env.insert(env.end(), sandbox.env.begin(), sandbox.env.end());  // --env wins over them
-    sandbox.env = std::move(env);
-    sandbox.network = session_network(*session->policy_, sandbox.network);
-    session->network_ = sandbox.network;
+    env.insert(env.end(), worker.env.begin(), worker.env.end());  // --env wins over them
+    worker.env = std::move(env);
+    worker.network = session_network(*session->policy_, worker.network);
+    session->network_ = worker.network;
 
-    // A root supervisor gives the session a host uid of its own: the kernel's per-user counts
-    // that its sandbox draws on are then never another session's.
-    if (::geteuid() == 0 && !sandbox.host_uid) {
-        ASSIGN_OR_RETURN(HostIdRange range, parse_host_id_range(sandbox.host_uid_range));
+    // A privileged supervisor gives the session a host uid of its own: the kernel's per-user
+    // counts that its sandbox draws on are then never another session's.
+    if (caller.privileged && !worker.host_uid) {
+        ASSIGN_OR_RETURN(HostIdRange range, parse_host_id_range(config.host_uid_range));
         ASSIGN_OR_RETURN(session->host_id_,
                          lease_host_id(range.first, range.count, kHostIdLockDir));
-        sandbox.host_uid = session->host_id_.id();
-        if (!sandbox.host_gid) {
-            sandbox.host_gid = session->host_id_.id();
+        worker.host_uid = session->host_id_.id();
+        if (!worker.host_gid) {
+            worker.host_gid = session->host_id_.id();
         }
-    } else if (sandbox.host_uid && !sandbox.host_gid) {
-        sandbox.host_gid = *sandbox.host_uid;
+    } else if (worker.host_uid && !worker.host_gid) {
+        worker.host_gid = *worker.host_uid;
     }
-    const RunOptions before_rules = sandbox;
+    const SandboxConfig before_rules = worker;
     Enforcement enforcement = enforcement_for(*session->policy_, session->workspace_);
     for (const auto& note : enforcement.notes) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
     }
-    apply_enforcement(enforcement, sandbox);
-    session->protected_ = protected_paths(sandbox, session->workspace_);
-    session->sandbox_ = sandbox;
+    apply_enforcement(enforcement, worker);
+    session->protected_ = protected_paths(worker, session->workspace_);
+    session->sandbox_ = worker;
 
     // The supervisor's own records stay out of the sandbox's reach: a state directory the
     // workspace or a bind overlaps is refused, and every file in it is opened by descriptor.
     ASSIGN_OR_RETURN(
         std::string state,
         resolve_state_dir(config.state_dir.empty() ? default_state_dir() : config.state_dir));
-    std::vector<std::string> binds;
-    for (const auto* list : {&sandbox.ro, &sandbox.rw}) {
-        for (const std::string& bind : *list) {
-            char real[PATH_MAX];
-            binds.emplace_back(::realpath(bind.c_str(), real) != nullptr ? real : bind);
-        }
-    }
+    std::vector<std::string> binds = worker.ro;  // real paths
+    binds.insert(binds.end(), worker.rw.begin(), worker.rw.end());
     RETURN_IF_ERROR(check_state_dir_apart(state, session->workspace_, binds));
     std::string id = config.resume.empty() ? new_session_id() : config.resume;
     if (!config.resume.empty() &&
@@ -210,15 +200,15 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     // the paths they matched at the start: a file that moved is protected under its new name.
     auto rederive = [policy = session->policy_.get(), workspace = session->workspace_,
                      before_rules]() {
-        RunOptions options = before_rules;
+        SandboxConfig again = before_rules;
         const Enforcement now = enforcement_for(*policy, workspace);
-        apply_enforcement(now, options);
-        return options;
+        apply_enforcement(now, again);
+        return again;
     };
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
                                                      .spill_dir = session->paths_.tool_output,
-                                                     .sandbox = sandbox,
+                                                     .sandbox = worker,
                                                      .rederive = rederive},
                                         session->log_.get());
     int next_process = 1;
@@ -229,7 +219,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                            {"warnings", policy_warnings},
                            {"masked", enforcement.masked_paths},
                            {"read_only", enforcement.read_only_paths},
-                           {"network", sandbox.network}},
+                           {"network", sandbox::network_name(worker.network)}},
                           false);
     if (!config.resume.empty()) {
         size_t restored = session->replay_stamps(next_process);
@@ -239,16 +229,12 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,
-        ProcessManagerConfig{
-            .log_dir = session->paths_.tool_output + "/process-logs",
-            .log_parent_fd = session->paths_.tool_output_fd.get(),
-            .log_cap_bytes = config.process_log_cap_bytes,
-            .first_id = next_process,
-            .pids_limit =
-                parse_uint(sandbox.pids.empty() ? std::to_string(kDefaultPids) : sandbox.pids, 1,
-                           UINT64_MAX)
-                    .value_or(kDefaultPids),
-            .budget = session->budget_.get()},
+        ProcessManagerConfig{.log_dir = session->paths_.tool_output + "/process-logs",
+                             .log_parent_fd = session->paths_.tool_output_fd.get(),
+                             .log_cap_bytes = config.process_log_cap_bytes,
+                             .first_id = next_process,
+                             .pids_limit = worker.limits.pids.value_or(kDefaultPids),
+                             .budget = session->budget_.get()},
         session->log_.get());
     session->executor_ = std::make_unique<Executor>(
         ExecutorParts{.tools = session->tools_,
@@ -264,7 +250,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                     .processes = session->processes_.get(),
                                                     .protected_paths = &session->protected_},
                       .where = session_request_context(session->workspace_, session->network_),
-                      .host_network = session->network_ == "host",
+                      .host_network = session->network_ == sandbox::NetworkMode::kHost,
                       .ask_fallback_allow = config.policy.ask_fallback == "allow",
                       .session_note = [worker = session->worker_.get()] {
                           return worker->take_loss_note();

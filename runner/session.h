@@ -31,10 +31,15 @@
 namespace stockade::runner {
 
 struct SessionConfig {
-    std::string workspace{};  // must exist; resolved to an absolute path
-    std::string state_dir{};  // default_state_dir() when empty
-    std::string resume{};     // a session id to resume, or empty for a new session
-    RunOptions sandbox{};     // isolation, network, limits of the worker
+    // The worker's sandbox as the flags give it (parse_sandbox_flags): the workspace, binds,
+    // isolation, network, limits. The session adds its policy's settings and deny rules.
+    SandboxConfig sandbox{};
+    std::string state_dir{};     // default_state_dir() when empty
+    std::string resume{};        // a session id to resume, or empty for a new session
+    std::string git_identity{};  // --git-identity "Name <email>"; empty: the operator's
+    // Privileged callers: the range the session's own host uid is leased from, "FIRST-LAST"
+    // (--host-uid-range); empty: 1879048193 and the 65,535 ids above it.
+    std::string host_uid_range{};
     // What the session keeps on disk of spilled results and process logs together (the
     // oldest are pruned first), and what all sessions keep (pruned at start, oldest first).
     uint64_t spill_cap_bytes = 512ULL << 20;
@@ -57,8 +62,8 @@ public:
     [[nodiscard]] const SessionPaths& paths() const noexcept { return paths_; }
     [[nodiscard]] const std::string& workspace() const noexcept { return workspace_; }
     [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
-    // The worker's sandbox options, once the policy and the settings files are applied.
-    [[nodiscard]] const RunOptions& sandbox() const noexcept { return sandbox_; }
+    // The worker's sandbox, once the policy and the settings files are applied.
+    [[nodiscard]] const SandboxConfig& sandbox() const noexcept { return sandbox_; }
     [[nodiscard]] const GitIdentity& git_identity() const noexcept { return git_identity_; }
     // Starts the worker now, so that a host that cannot sandbox fails at start-up.
     Status start_worker();
@@ -79,9 +84,9 @@ private:
     size_t replay_stamps(int& next_process);
 
     std::string workspace_;
-    std::string network_;  // the sandbox's: "none" (its own loopback only) or "host"
+    sandbox::NetworkMode network_ = sandbox::NetworkMode::kNone;  // the sandbox's
     HostIdLease host_id_;  // root supervisors: the session's own host uid, held while it lives
-    RunOptions sandbox_;
+    SandboxConfig sandbox_;
     GitIdentity git_identity_;
     std::vector<tools::ProtectedPath> protected_;
     SessionPaths paths_;

@@ -65,20 +65,21 @@ Status SessionWorker::start_locked() {
     ASSIGN_OR_RETURN(FdPair channel, make_socketpair(SOCK_STREAM));
     ASSIGN_OR_RETURN(UniqueFd null, open_path("/dev/null", O_RDWR));
 
-    RunOptions options = generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
-    options.workspace = config_.workspace;
-    options.ro.push_back(config_.spill_dir);
-    options.command = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill_dir};
-    CallerContext caller = current_caller();
-    caller.cwd = config_.workspace;
-    caller.tty_fds = {};
-    auto built = build_run_spec(options, caller);
+    SandboxConfig config =
+        generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
+    config.ro.push_back(config_.spill_dir);
+    config.process = WorkerProcess{
+        .argv = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill_dir},
+        .exec_fd = self.get(),
+        .channel_fd = channel.second.get(),
+        .null_fd = null.get()};
+    const CallerContext caller = current_caller();
+    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(config.isolation));
+    auto built = make_sandbox_spec(config, caller, resolved.level);
     if (!built) {
         return std::move(built).error().wrap("configure the session worker");
     }
     sandbox::SandboxSpec spec = std::move(built).value();
-    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(spec.isolation));
-    spec.isolation = resolved.level;
     if (spec.isolation == sandbox::Isolation::kLandlock) {
         private_tmp_ = std::make_unique<PrivateTmp>("session");
         if (auto applied = private_tmp_->apply(spec); !applied) {
@@ -86,11 +87,6 @@ Status SessionWorker::start_locked() {
             return std::move(applied).error().wrap("start the session worker");
         }
     }
-    spec.init = false;            // the worker is pid 1 and reaps
-    spec.commands_cgroup = true;  // an OOM kill the commands cause falls on them, not on it
-    spec.exec_fd = self.get();
-    spec.pass_fds = {channel.second.get()};
-    spec.stdio = {null.get(), null.get(), -1};  // stdout is the protocol's: never the worker's
 
     auto box = sandbox::launch(spec, resolved.cgroups);
     if (!box) {

@@ -21,6 +21,7 @@
 #include "common/result.h"
 #include "runner/private_tmp.h"
 #include "runner/run_command.h"
+#include "runner/sandbox_config.h"
 #include "sandbox/launcher.h"
 #include "workspace/remote_workspace.h"
 #include "workspace/workspace.h"
@@ -28,12 +29,14 @@
 namespace stockade::runner {
 
 struct WorkerConfig {
-    std::string workspace{};  // host path, mounted read-write at the same path
-    std::string spill_dir{};  // host path, mounted read-only at the same path
-    RunOptions sandbox{};     // isolation, network, limits: as for `stockade run`
-    // When set, every worker after the first gets its options from it instead of `sandbox`
+    std::string workspace{};  // real host path, mounted read-write at the same path
+    std::string spill_dir{};  // real host path, mounted read-only at the same path
+    // The worker's sandbox: workspace (the one above), binds, isolation, network, limits. Its
+    // process is set for each worker (WorkerProcess).
+    SandboxConfig sandbox{};
+    // When set, every worker after the first gets its sandbox from it instead of `sandbox`
     // (the session re-derives the masks of its deny rules from the workspace as it is then).
-    std::function<RunOptions()> rederive{};
+    std::function<SandboxConfig()> rederive{};
 };
 
 class SessionWorker final : public workspace::Workspace {

@@ -191,7 +191,7 @@ TEST_F(EnforcementTest, GitHooksAndConfigAreReadOnlyByDefault) {
     Enforcement e = enforcement_for(load({}), ws_);
     EXPECT_THAT(e.read_only_paths, ElementsAre(p(".git/config"), p(".git/hooks")));
     EXPECT_FALSE(e.from_rules) << "defaults only: best effort";
-    RunOptions options;
+    SandboxConfig options;
     apply_enforcement(e, options);
     EXPECT_TRUE(options.path_rules_best_effort);
     EXPECT_EQ(options.read_only_paths, e.read_only_paths);
@@ -286,7 +286,7 @@ TEST_F(EnforcementTest, ASymlinkedWorkspaceRootYieldsRealPaths) {
 }
 
 TEST_F(EnforcementTest, ApplyKeepsRequiredPathsRequired) {
-    RunOptions options;
+    SandboxConfig options;
     options.masked_paths = {"/x/.env"};
     Enforcement defaults{
         .masked_paths = {}, .read_only_paths = {"/x/.git/hooks"}, .notes = {}, .from_rules = false};
@@ -294,7 +294,7 @@ TEST_F(EnforcementTest, ApplyKeepsRequiredPathsRequired) {
     EXPECT_FALSE(options.path_rules_best_effort) << "--mask paths are never best effort";
     EXPECT_THAT(options.read_only_paths, ElementsAre("/x/.git/hooks"));
 
-    RunOptions fresh;
+    SandboxConfig fresh;
     Enforcement rules{
         .masked_paths = {"/x/.env"}, .read_only_paths = {}, .notes = {}, .from_rules = true};
     apply_enforcement(rules, fresh);
@@ -308,15 +308,18 @@ TEST_F(EnforcementTest, TheListsMakeAValidRunSpec) {
     dir(".git/hooks");
     file(".git/config");
     Enforcement e = enforcement_for(load({"Read(.env)", "Read(./secrets/**)"}), ws_);
-    RunOptions options;
-    options.workspace = ws_;
-    options.command = {"true"};
-    apply_enforcement(e, options);
     CallerContext caller;
     caller.cwd = ws_;
     caller.euid = 1234;
     caller.egid = 1234;
-    auto spec = build_run_spec(options, caller);
+    RunOptions flags;
+    flags.workspace = ws_;
+    flags.command = {"true"};
+    auto parsed = parse_run_flags(flags, caller);
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    SandboxConfig options = std::move(parsed->config);
+    apply_enforcement(e, options);
+    auto spec = make_sandbox_spec(options, caller, sandbox::Isolation::kFull);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_THAT(spec->masked_paths, ElementsAre(p(".env"), p("secrets")));
     EXPECT_THAT(spec->read_only_paths, ElementsAre(p(".git/config"), p(".git/hooks")));

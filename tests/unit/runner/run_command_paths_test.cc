@@ -1,4 +1,5 @@
-// build_run_spec: RunOptions::masked_paths / read_only_paths (--mask, --read-only) into the spec.
+// parse_run_flags and make_sandbox_spec: --mask and --read-only (RunOptions::masked_paths,
+// read_only_paths) into the spec.
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -18,6 +19,16 @@ using ::testing::ElementsAre;
 using testing::HasErrc;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
+
+// `stockade run`'s flags into a spec, as run_command does: parse_run_flags, then
+// make_sandbox_spec at the level asked for (auto: full, what a capable host gives).
+Result<sandbox::SandboxSpec> build(const RunOptions& flags, const CallerContext& caller) {
+    ASSIGN_OR_RETURN(ParsedFlags parsed, parse_run_flags(flags, caller));
+    const sandbox::Isolation level = parsed.config.isolation == sandbox::Isolation::kAuto
+                                         ? sandbox::Isolation::kFull
+                                         : parsed.config.isolation;
+    return make_sandbox_spec(parsed.config, caller, level);
+}
 
 class RunSpecPathsTest : public ::testing::Test {
 protected:
@@ -47,7 +58,7 @@ protected:
 TEST_F(RunSpecPathsTest, PathsReachTheSpecAbsoluteAndNormalised) {
     options_.masked_paths = {dir_ + "/ws/.env", "../.git//hooks/../config", "missing/later"};
     options_.read_only_paths = {dir_ + "/ws/.git/hooks/"};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_THAT(spec->masked_paths, ElementsAre(dir_ + "/ws/.env", dir_ + "/ws/.git/config",
                                                 dir_ + "/ws/sub/missing/later"));
@@ -58,53 +69,55 @@ TEST_F(RunSpecPathsTest, PathsReachTheSpecAbsoluteAndNormalised) {
 TEST_F(RunSpecPathsTest, PathsInOtherBindsAreAccepted) {
     options_.ro = {dir_ + "/data"};
     options_.masked_paths = {dir_ + "/data/token"};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_THAT(spec->masked_paths, ElementsAre(dir_ + "/data/token"));
 }
 
 TEST_F(RunSpecPathsTest, PathsOutsideEveryBindAreUsageErrors) {
     options_.masked_paths = {dir_ + "/outside"};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_THAT(spec, HasErrc(Errc::kInvalidArgument));
     EXPECT_THAT(spec.error().message, HasSubstr("--mask"));
     EXPECT_THAT(spec.error().message, HasSubstr("not inside the workspace"));
 
     options_.masked_paths = {};
     options_.read_only_paths = {"../../outside"};
-    spec = build_run_spec(options_, caller_);
+    spec = build(options_, caller_);
     ASSERT_THAT(spec, HasErrc(Errc::kInvalidArgument));
     EXPECT_THAT(spec.error().message, HasSubstr("--read-only"));
 
     options_.read_only_paths = {""};
-    EXPECT_THAT(build_run_spec(options_, caller_), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(build(options_, caller_), HasErrc(Errc::kInvalidArgument));
 }
 
 TEST_F(RunSpecPathsTest, PathsThroughSymlinksAreUsageErrorsNamingTheRealPath) {
     fs::create_symlink(dir_ + "/ws/.env", dir_ + "/ws/envlink");
     fs::create_directory_symlink(dir_ + "/ws/.git", dir_ + "/ws/gitlink");
     options_.masked_paths = {dir_ + "/ws/envlink"};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_THAT(spec, HasErrc(Errc::kInvalidArgument));
     EXPECT_THAT(spec.error().message, HasSubstr("symbolic link"));
     EXPECT_THAT(spec.error().message, HasSubstr(dir_ + "/ws/.env"));
 
     fs::create_symlink(dir_ + "/ws/nowhere", dir_ + "/ws/dangling");
     options_.masked_paths = {"../dangling"};
-    spec = build_run_spec(options_, caller_);
+    spec = build(options_, caller_);
     ASSERT_THAT(spec, HasErrc(Errc::kInvalidArgument)) << "a dangling symlink too";
     EXPECT_THAT(spec.error().message, HasSubstr("points nowhere"));
 
     options_.masked_paths = {dir_ + "/ws/gitlink/hooks/new"};
-    spec = build_run_spec(options_, caller_);
+    spec = build(options_, caller_);
     ASSERT_THAT(spec, HasErrc(Errc::kInvalidArgument)) << "a symlink on the way counts too";
     EXPECT_THAT(spec.error().message, HasSubstr(dir_ + "/ws/.git"));
 }
 
 TEST_F(RunSpecPathsTest, BestEffortIsPassedThrough) {
     options_.read_only_paths = {dir_ + "/ws/.git/hooks"};
-    options_.path_rules_best_effort = true;
-    auto spec = build_run_spec(options_, caller_);
+    auto parsed = parse_run_flags(options_, caller_);
+    ASSERT_TRUE(parsed) << parsed.error().message;
+    parsed->config.path_rules_best_effort = true;
+    auto spec = make_sandbox_spec(parsed->config, caller_, sandbox::Isolation::kFull);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_TRUE(spec->path_rules_best_effort);
 }

@@ -15,6 +15,16 @@ namespace {
 
 using testing::HasErrc;
 
+// `stockade run`'s flags into a spec, as run_command does: parse_run_flags, then
+// make_sandbox_spec at the level asked for (auto: full, what a capable host gives).
+Result<sandbox::SandboxSpec> build(const RunOptions& flags, const CallerContext& caller) {
+    ASSIGN_OR_RETURN(ParsedFlags parsed, parse_run_flags(flags, caller));
+    const sandbox::Isolation level = parsed.config.isolation == sandbox::Isolation::kAuto
+                                         ? sandbox::Isolation::kFull
+                                         : parsed.config.isolation;
+    return make_sandbox_spec(parsed.config, caller, level);
+}
+
 class BuildRunSpecTest : public ::testing::Test {
 protected:
     void SetUp() override {
@@ -47,7 +57,7 @@ protected:
 
 TEST_F(BuildRunSpecTest, DropsTheEnvironmentExceptTheAllowlist) {
     options_.env = {"EDITOR", "MODE=ci"};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_FALSE(has_env_name(*spec, "SECRET_TOKEN"));
     EXPECT_FALSE(has_env_name(*spec, "TERM")) << "no terminal, no TERM";
@@ -59,14 +69,14 @@ TEST_F(BuildRunSpecTest, DropsTheEnvironmentExceptTheAllowlist) {
 
 TEST_F(BuildRunSpecTest, PassesTermOnlyWithATerminal) {
     caller_.tty_fds = {true, true, true};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec);
     EXPECT_TRUE(has_env(*spec, "TERM=xterm-kitty"));
     EXPECT_EQ(spec->tty_fds, (std::array<bool, 3>{true, true, true}));
 }
 
 TEST_F(BuildRunSpecTest, UnprivilegedCallersMapTheirOwnIds) {
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec);
     EXPECT_EQ(spec->identity.host_uid, 1234U);
     EXPECT_EQ(spec->identity.sandbox_uid, 1000U);
@@ -76,18 +86,19 @@ TEST_F(BuildRunSpecTest, UnprivilegedCallersMapTheirOwnIds) {
 TEST_F(BuildRunSpecTest, RootCallersMapToADedicatedUnprivilegedId) {
     caller_.euid = 0;
     caller_.egid = 0;
-    auto spec = build_run_spec(options_, caller_);
+    caller_.privileged = true;
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec);
     EXPECT_EQ(spec->identity.host_uid, kDefaultHostUid);
     EXPECT_EQ(spec->identity.host_gid, kDefaultHostGid);
     EXPECT_TRUE(spec->idmap_writable_binds);
     options_.host_uid = 0;
-    EXPECT_THAT(build_run_spec(options_, caller_), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(build(options_, caller_), HasErrc(Errc::kInvalidArgument));
 }
 
 TEST_F(BuildRunSpecTest, WorkspaceIsWritableAtItsOwnPathAndCwdFollowsTheCaller) {
     options_.ro = {dir_ + "/data"};
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec);
     EXPECT_EQ(spec->cwd, dir_ + "/ws/sub");
     auto ws = std::find_if(spec->binds.begin(), spec->binds.end(),
@@ -101,7 +112,7 @@ TEST_F(BuildRunSpecTest, WorkspaceIsWritableAtItsOwnPathAndCwdFollowsTheCaller) 
     EXPECT_NE(std::find(spec->writable_paths.begin(), spec->writable_paths.end(), dir_ + "/ws"),
               spec->writable_paths.end());
     caller_.cwd = dir_;
-    EXPECT_EQ(build_run_spec(options_, caller_)->cwd, dir_ + "/ws");
+    EXPECT_EQ(build(options_, caller_)->cwd, dir_ + "/ws");
 }
 
 TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
@@ -127,7 +138,7 @@ TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
     for (const auto& c : cases) {
         RunOptions options = options_;
         c.mutate(options);
-        auto spec = build_run_spec(options, caller_);
+        auto spec = build(options, caller_);
         ASSERT_FALSE(spec) << c.expect;
         EXPECT_NE(spec.error().message.find(c.expect), std::string::npos) << spec.error().message;
         EXPECT_EQ(spec.error().message.find('\n'), std::string::npos);
@@ -136,7 +147,7 @@ TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
 
 TEST_F(BuildRunSpecTest, WithoutLimitsASandboxStillHasSome) {
     caller_.memory_bytes = uint64_t{16} << 30;
-    auto spec = build_run_spec(options_, caller_);
+    auto spec = build(options_, caller_);
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_EQ(spec->limits.memory_bytes, uint64_t{8} << 30);
     EXPECT_TRUE(spec->limits.memory_is_default) << "never an address-space rlimit";
@@ -144,7 +155,7 @@ TEST_F(BuildRunSpecTest, WithoutLimitsASandboxStillHasSome) {
     EXPECT_EQ(spec->limits.tmp_bytes, uint64_t{1} << 30);
     options_.memory = "2G";
     options_.pids = "100";
-    spec = build_run_spec(options_, caller_);
+    spec = build(options_, caller_);
     ASSERT_TRUE(spec);
     EXPECT_EQ(spec->limits.memory_bytes, uint64_t{2} << 30);
     EXPECT_FALSE(spec->limits.memory_is_default);
@@ -153,13 +164,13 @@ TEST_F(BuildRunSpecTest, WithoutLimitsASandboxStillHasSome) {
 }
 
 TEST(HostedQuotasTest, FillOnlyWhatTheOptionsLeaveUnset) {
-    RunOptions o;
-    o.pids = "64";
+    SandboxLimits o;
+    o.pids = 64;
     apply_hosted_quotas(o);
-    EXPECT_EQ(o.memory, "2G");
-    EXPECT_EQ(o.pids, "64");
-    EXPECT_EQ(o.cpu, "1");
-    EXPECT_EQ(o.tmp_size, "512M");
+    EXPECT_EQ(o.memory_bytes, uint64_t{2} << 30);
+    EXPECT_EQ(o.pids, 64U);
+    EXPECT_EQ(o.cpu, 1.0);
+    EXPECT_EQ(o.tmp_bytes, uint64_t{512} << 20);
     EXPECT_EQ(describe_limits(o, CallerContext{}), "memory 2G, pids 64, cpu 1, /tmp 512M");
 }
 
