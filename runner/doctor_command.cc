@@ -7,6 +7,7 @@
 
 #include "images/image.h"
 #include "runner/host_environment.h"
+#include "runner/isolation.h"
 #include "runner/run_command.h"
 #include "sandbox/features.h"
 
@@ -14,7 +15,7 @@ namespace stockade::runner {
 
 int doctor_command() {
     using sandbox::Isolation;
-    sandbox::HostFeatures features = sandbox::probe_host_features();
+    const sandbox::HostFeatures& features = host_features();
     size_t width = 0;
     auto checks = features.checks();
     for (const auto& check : checks) {
@@ -23,12 +24,17 @@ int doctor_command() {
     for (const auto& check : checks) {
         fmt::print("{:<4} {:<{}}  {}\n", check.ok ? "ok" : "no", check.name, width, check.detail);
     }
-    auto level = sandbox::choose_isolation(Isolation::kAuto, features);
-    if (!level) {
-        fmt::print("isolation: none available — {}\n", level.error().message);
+    // The same resolution run and every session worker make.
+    auto resolved = resolve_isolation(Isolation::kAuto, features);
+    if (!resolved) {
+        fmt::print("isolation: none available — {}\n", resolved.error().message);
         return 1;
     }
-    fmt::print("isolation: --isolation auto chooses \"{}\"\n", sandbox::isolation_name(*level));
+    const Isolation level = resolved->level;
+    fmt::print("isolation: --isolation auto chooses \"{}\"\n", sandbox::isolation_name(level));
+    if (!resolved->shortfall.empty()) {
+        fmt::print("isolation: not stronger because {}\n", resolved->shortfall);
+    }
     fmt::print("default limits: {}\n", describe_limits(SandboxLimits{}, current_caller()));
     // What a sandbox on this directory (the default workspace) would not see of your PATH.
     std::error_code ec;
@@ -39,7 +45,7 @@ int doctor_command() {
         hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible));
     fmt::print("{}",
                hint.empty() ? "toolchains: every directory of your PATH is in the image\n" : hint);
-    return *level == Isolation::kFull || *level == Isolation::kNamespaces ? 0 : 1;
+    return level == Isolation::kFull || level == Isolation::kNamespaces ? 0 : 1;
 }
 
 }  // namespace stockade::runner

@@ -19,12 +19,11 @@
 #include "common/parse.h"
 #include "common/syscall.h"
 #include "images/image.h"
+#include "runner/isolation.h"
 #include "runner/policy_enforcement.h"
 #include "runner/private_tmp.h"
 #include "runner/terminal.h"
 #include "sandbox/cgroup.h"
-#include "sandbox/features.h"
-#include "sandbox/landlock.h"
 #include "sandbox/launcher.h"
 
 namespace stockade::runner {
@@ -210,18 +209,6 @@ int supervise(sandbox::Sandbox& box, const SandboxSpec& spec) {
 }
 
 }  // namespace
-
-Result<Resolved> resolve_isolation(Isolation requested) {
-    sandbox::HostFeatures features;
-    features.user_ns = features.mount_ns = features.pid_ns = features.net_ns = true;
-    features.ipc_uts_cgroup_ns = features.seccomp = features.pidfd = features.clone3 = true;
-    features.landlock = sandbox::probe_landlock();
-    if (requested == Isolation::kAuto || requested == Isolation::kFull) {
-        features.cgroups = sandbox::probe_cgroups();
-    }
-    ASSIGN_OR_RETURN(Isolation level, sandbox::choose_isolation(requested, features));
-    return Resolved{.level = level, .cgroups = std::move(features.cgroups)};
-}
 
 Result<std::string> check_protected_path(std::string_view what, const std::string& path,
                                          const std::string& cwd,
@@ -421,6 +408,14 @@ int run_command(const RunOptions& flags) {
         fmt::print(stderr, "stockade run: {}\n", resolved.error().message);
         return kExitUnavailable;
     }
+    if (resolved->level == Isolation::kLandlock && !resolved->shortfall.empty()) {
+        // A degraded mode: no mount view, no pid or network namespace. Say so, and why.
+        fmt::print(stderr, "stockade run: warning: {}; --isolation auto falls back to \"{}\"\n",
+                   resolved->shortfall, sandbox::isolation_name(resolved->level));
+    } else if (!resolved->shortfall.empty()) {
+        SPDLOG_LOGGER_DEBUG(log, "isolation level={} shortfall=\"{}\"",
+                            sandbox::isolation_name(resolved->level), resolved->shortfall);
+    }
     auto built = make_sandbox_spec(config, caller, resolved->level);
     if (!built) {
         fmt::print(stderr, "stockade run: {}\n", built.error().message);
@@ -452,19 +447,6 @@ int run_command(const RunOptions& flags) {
 
     const sandbox::CgroupSupport& cgroups = resolved->cgroups;
     auto box = sandbox::launch(spec, cgroups);
-    if (!box && box.error().code == Errc::kUnavailable && config.isolation == Isolation::kAuto &&
-        spec.isolation != Isolation::kLandlock && sandbox::probe_landlock().abi > 0) {
-        // `auto` assumed user namespaces; the kernel said no. Take the next level down.
-        fmt::print(stderr, "stockade run: warning: {}; falling back to --isolation landlock\n",
-                   box.error().message);
-        auto rebuilt = make_sandbox_spec(config, caller, Isolation::kLandlock);
-        if (rebuilt) {
-            spec = std::move(rebuilt).value();
-            if (auto applied = private_tmp.apply(spec); applied) {
-                box = sandbox::launch(spec, cgroups);
-            }
-        }
-    }
     if (!box) {
         const Error& error = box.error();
         fmt::print(stderr, "stockade run: {}\n", error.message);

@@ -9,7 +9,6 @@
 
 #include "common/result.h"
 #include "runner/sandbox_config.h"
-#include "sandbox/cgroup.h"
 #include "sandbox/spec.h"
 
 namespace stockade::runner {
@@ -80,15 +79,6 @@ Result<ParsedFlags> parse_run_flags(const RunOptions& flags, const CallerContext
 Result<std::string> check_protected_path(std::string_view what, const std::string& path,
                                          const std::string& cwd,
                                          const std::vector<std::string>& mounted);
-
-// Resolves `auto` and checks that an explicit level can be given (exit 77 material). Only the
-// cheap probes: namespaces are assumed, and clone reports if they are missing. The cgroup
-// probe's result is kept for the launch.
-struct Resolved {
-    sandbox::Isolation level = sandbox::Isolation::kNone;
-    sandbox::CgroupSupport cgroups{};
-};
-Result<Resolved> resolve_isolation(sandbox::Isolation requested);
 
 // Runs the command; returns the process exit code.
 int run_command(const RunOptions& options);

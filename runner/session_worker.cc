@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/syscall.h"
 #include "images/image.h"
+#include "runner/isolation.h"
 #include "runner/serve_command.h"
 #include "sandbox/cgroup.h"
 #include "workspace/local_workspace.h"
@@ -74,7 +75,11 @@ Status SessionWorker::start_locked() {
         .channel_fd = channel.second.get(),
         .null_fd = null.get()};
     const CallerContext caller = current_caller();
-    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(config.isolation));
+    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(config.isolation));  // as run's
+    if (generation_ == 0 && !resolved.shortfall.empty()) {
+        SPDLOG_LOGGER_WARN(log, "isolation auto falls back to \"{}\": {}",
+                           sandbox::isolation_name(resolved.level), resolved.shortfall);
+    }
     auto built = make_sandbox_spec(config, caller, resolved.level);
     if (!built) {
         return std::move(built).error().wrap("configure the session worker");
@@ -108,7 +113,8 @@ Status SessionWorker::start_locked() {
         events_->record("WorkerStarted",
                         {{"pid", sandbox_->pid()},
                          {"generation", generation_},
-                         {"isolation", sandbox::isolation_name(spec.isolation)}},
+                         {"isolation", sandbox::isolation_name(spec.isolation)},
+                         {"isolation_shortfall", resolved.shortfall}},
                         true);
     }
     return {};

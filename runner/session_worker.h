@@ -20,7 +20,6 @@
 #include "common/event_sink.h"
 #include "common/result.h"
 #include "runner/private_tmp.h"
-#include "runner/run_command.h"
 #include "runner/sandbox_config.h"
 #include "sandbox/launcher.h"
 #include "workspace/remote_workspace.h"

@@ -116,6 +116,45 @@ int child_mount_probe() {
     return ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 ? 0 : errno;
 }
 
+// The launcher assembles the root on a tmpfs at /tmp (its staging directory); the probes below
+// do the same in their own mount namespace, so nothing of it is visible outside.
+int child_private_tmpfs() {
+    // SAFETY: mount(2) is a plain syscall, as in the launcher's child.
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=0700") != 0) {
+        return errno;
+    }
+    return 0;
+}
+
+// A new /proc, as the launcher mounts it (in a new pid namespace: this child is its pid 1). The
+// kernel refuses it where the caller's /proc has paths mounted over (mount_too_revealing), as
+// in containers with masked /proc paths.
+int child_proc_probe() {
+    if (int err = child_private_tmpfs(); err != 0) {
+        return err;
+    }
+    // SAFETY: mkdir/mount are plain syscalls.
+    if (::mkdir("/tmp/proc", 0755) != 0 ||
+        ::mount("proc", "/tmp/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+        return errno;
+    }
+    return 0;
+}
+
+// pivot_root into the tmpfs and detach the old root, as the launcher does.
+int child_pivot_root_probe() {
+    if (int err = child_private_tmpfs(); err != 0) {
+        return err;
+    }
+    // SAFETY: chdir/pivot_root/umount2 are plain syscalls.
+    if (::chdir("/tmp") != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 ||
+        ::umount2(".", MNT_DETACH) != 0) {
+        return errno;
+    }
+    return 0;
+}
+
 int child_pid_probe() {
     return ::getpid() == 1 ? 0 : ESRCH;
 }
@@ -167,14 +206,92 @@ std::optional<std::string> probe_namespace(unsigned long extra, int (*probe)(),
     return in_userns_failure(fmt::format("in a new {}", what), code);
 }
 
+// As probe_namespace, but the child waits until the caller's uid and gid are mapped in its user
+// namespace (as the launcher maps them before its child mounts anything): a new /proc is
+// refused (EOVERFLOW) to a caller whose ids are unmapped.
+std::optional<std::string> probe_mapped_namespace(unsigned long extra, int (*probe)(),
+                                                  std::string_view what, int* clone_errno) {
+    *clone_errno = 0;
+    auto go = make_pipe();
+    if (!go) {
+        return go.error().message;
+    }
+    const int go_read = go->first.get();
+    const int go_write = go->second.get();
+    pid_t pid = raw_clone(CLONE_NEWUSER | extra);
+    if (pid == 0) {
+        // SAFETY: close/read/_exit are async-signal-safe; EOF without a byte: not mapped.
+        (void)::close(go_write);
+        char byte = 0;
+        if (::read(go_read, &byte, 1) != 1) {
+            _exit(ECANCELED);
+        }
+        _exit(probe());
+    }
+    if (pid < 0) {
+        *clone_errno = errno;
+        return fmt::format("clone({}): {}", what, errno_string(*clone_errno));
+    }
+    go->first.reset();
+    Status mapped =
+        write_file(fmt::format("/proc/{}/uid_map", pid), fmt::format("0 {} 1", ::geteuid()));
+    if (mapped) {
+        mapped = write_file(fmt::format("/proc/{}/setgroups", pid), "deny");
+    }
+    if (mapped) {
+        mapped =
+            write_file(fmt::format("/proc/{}/gid_map", pid), fmt::format("0 {} 1", ::getegid()));
+    }
+    if (mapped) {
+        (void)write_all(go_write, "g");
+    }
+    go->second.reset();
+    int code = reap(pid);
+    if (!mapped) {
+        return fmt::format("{}: map the caller's ids: {}", what, mapped.error().message);
+    }
+    if (code == 0) {
+        return std::nullopt;
+    }
+    return in_userns_failure(fmt::format("in a new {}", what), code);
+}
+
+// Every step above in one child with all the launcher's namespaces, as the launcher's child
+// does them: the common case (everything works) costs one clone instead of seven.
+int child_everything_probe() {
+    if (int err = child_proc_probe(); err != 0) {
+        return err;
+    }
+    if (int err = child_uts_probe(); err != 0) {
+        return err;
+    }
+    if (int err = child_net_probe(); err != 0) {
+        return err;
+    }
+    // SAFETY: chdir/pivot_root/umount2 are plain syscalls.
+    if (::chdir("/tmp") != 0 || ::syscall(SYS_pivot_root, ".", ".") != 0 ||
+        ::umount2(".", MNT_DETACH) != 0) {
+        return errno;
+    }
+    return 0;
+}
+
 void probe_namespaces(HostFeatures& f) {
     int err = 0;
+    if (!probe_mapped_namespace(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                                    CLONE_NEWUTS | CLONE_NEWCGROUP,
+                                child_everything_probe, "set of namespaces", &err)) {
+        f.user_ns = f.mount_ns = f.pid_ns = f.net_ns = f.ipc_uts_cgroup_ns = true;
+        f.proc_mount = f.pivot_root = true;
+        return;
+    }
+    // Something failed: one probe a step, so that the report names it.
     if (auto failure = probe_namespace(
             0, [] { return 0; }, "user namespace", &err)) {
         f.userns_reason = err != 0 ? userns_failure(err) : *failure;
         constexpr std::string_view kNeedsUserns = "needs a user namespace, which is unavailable";
         f.mount_ns_reason = f.pid_ns_reason = f.net_ns_reason = f.ipc_uts_cgroup_ns_reason =
-            std::string(kNeedsUserns);
+            f.proc_mount_reason = f.pivot_root_reason = std::string(kNeedsUserns);
         return;
     }
     f.user_ns = true;
@@ -191,6 +308,20 @@ void probe_namespaces(HostFeatures& f) {
                                  "ipc/uts/cgroup namespace", &err);
     f.ipc_uts_cgroup_ns = !other;
     f.ipc_uts_cgroup_ns_reason = other.value_or("");
+    auto proc = probe_mapped_namespace(CLONE_NEWNS | CLONE_NEWPID, child_proc_probe,
+                                       "mount+pid namespace: mount /proc", &err);
+    f.proc_mount = !proc;
+    f.proc_mount_reason = proc.value_or("");
+    if (proc && err == 0 && proc->find("EPERM") != std::string::npos &&
+        proc->find("AppArmor") == std::string::npos) {
+        f.proc_mount_reason +=
+            " — the caller's /proc has paths mounted over (e.g. a container's masked /proc "
+            "paths), so the kernel refuses a new /proc";
+    }
+    auto pivot =
+        probe_namespace(CLONE_NEWNS, child_pivot_root_probe, "mount namespace: pivot_root", &err);
+    f.pivot_root = !pivot;
+    f.pivot_root_reason = pivot.value_or("");
 }
 
 void probe_seccomp(HostFeatures& f) {
@@ -362,12 +493,14 @@ std::optional<Gap> namespaces_gap(const HostFeatures& f) {
         std::string_view name;
         const std::string& reason;
     };
-    const std::array<Need, 5> needs = {{
+    const std::array<Need, 7> needs = {{
         {f.user_ns, "user namespace", f.userns_reason},
         {f.mount_ns, "mount namespace", f.mount_ns_reason},
         {f.pid_ns, "pid namespace", f.pid_ns_reason},
         {f.net_ns, "network namespace", f.net_ns_reason},
         {f.ipc_uts_cgroup_ns, "ipc/uts/cgroup namespaces", f.ipc_uts_cgroup_ns_reason},
+        {f.proc_mount, "new /proc", f.proc_mount_reason},
+        {f.pivot_root, "pivot_root", f.pivot_root_reason},
     }};
     for (const Need& need : needs) {
         if (!need.ok) {
@@ -419,6 +552,10 @@ std::vector<FeatureCheck> HostFeatures::checks() const {
                        "loopback comes up in a new network namespace"));
     out.push_back(line("ipc/uts/cgroup namespaces", ipc_uts_cgroup_ns, ipc_uts_cgroup_ns_reason,
                        "sethostname works in new ipc/uts/cgroup namespaces"));
+    out.push_back(line("new /proc", proc_mount, proc_mount_reason,
+                       "proc mounts in a new user+mount+pid namespace"));
+    out.push_back(line("pivot_root", pivot_root, pivot_root_reason,
+                       "pivot_root into a new root works in a new user+mount namespace"));
     out.push_back(line("seccomp", seccomp, seccomp_reason, "SECCOMP_RET_ERRNO filters available"));
     out.push_back(
         line("landlock", landlock.abi >= 1, landlock_detail(landlock), landlock_detail(landlock)));
@@ -485,6 +622,25 @@ Result<Isolation> choose_isolation(Isolation requested, const HostFeatures& feat
             return requested;
     }
     return Error{Errc::kInternal, "unknown isolation level"};
+}
+
+std::string auto_shortfall(Isolation chosen, const HostFeatures& features) {
+    std::optional<Gap> gap;
+    Isolation above = Isolation::kFull;
+    switch (chosen) {
+        case Isolation::kNamespaces:
+            gap = full_gap(features);
+            break;
+        case Isolation::kLandlock:
+            gap = namespaces_gap(features);
+            above = Isolation::kNamespaces;
+            break;
+        case Isolation::kAuto:
+        case Isolation::kFull:
+        case Isolation::kNone:
+            break;
+    }
+    return gap ? unavailable(above, *gap).message : std::string();
 }
 
 }  // namespace stockade::sandbox

@@ -26,6 +26,11 @@ struct HostFeatures {
     bool pid_ns = false;
     bool net_ns = false;
     bool ipc_uts_cgroup_ns = false;
+    // The setup steps of a mount namespace a container may refuse even where the namespace
+    // itself is allowed: mounting a new /proc (refused where the caller's /proc has masked
+    // paths, as under Docker's default masks) and pivot_root into a new root.
+    bool proc_mount = false;
+    bool pivot_root = false;
     // "clone(CLONE_NEWUSER): EPERM (Operation not permitted) — unprivileged user namespaces
     // are disabled (sysctl kernel.unprivileged_userns_clone=0)"
     std::string userns_reason{};
@@ -33,6 +38,8 @@ struct HostFeatures {
     std::string pid_ns_reason{};
     std::string net_ns_reason{};
     std::string ipc_uts_cgroup_ns_reason{};
+    std::string proc_mount_reason{};
+    std::string pivot_root_reason{};
     bool seccomp = false;
     std::string seccomp_reason{};
     LandlockSupport landlock{};
@@ -57,10 +64,14 @@ HostFeatures probe_host_features();
 // Resolves `requested` against the host. kAuto picks the strongest of full > namespaces >
 // landlock and never none. A level the host cannot give fails with kUnavailable:
 //   "full isolation is not available: <cause>. Fix: <remedy>"
-// Rules: full = user, mount, pid, net, ipc/uts/cgroup namespaces + seccomp (+ Landlock where
-// present)
-// + usable cgroups; namespaces = the same without cgroups; landlock = Landlock + seccomp;
-// none is always available when asked for by name.
+// Rules: full = user, mount, pid, net, ipc/uts/cgroup namespaces, a new /proc and pivot_root in
+// them + seccomp (+ Landlock where present) + usable cgroups; namespaces = the same without
+// cgroups; landlock = Landlock + seccomp; none is always available when asked for by name.
 Result<Isolation> choose_isolation(Isolation requested, const HostFeatures& features);
+
+// Why `auto` chose `chosen` and not a stronger level: the cause and fix of the level just above
+// it ("namespaces isolation is not available: user namespace: ..."), or empty when `chosen` is
+// full (or none, which auto never picks).
+std::string auto_shortfall(Isolation chosen, const HostFeatures& features);
 
 }  // namespace stockade::sandbox

@@ -24,6 +24,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/refusals.h"
+
 extern char** environ;  // NOLINT: POSIX
 
 namespace stockade::testing {
@@ -100,6 +102,27 @@ std::string shortened(const std::string& text, size_t limit) {
         ::_exit(126);
     }
     ::_exit(127);
+}
+
+// In the forked child: what RunConfig says a container refuses it. The mask comes first: it needs
+// a mount, which a filter may not deny but no_new_privs does not hinder either.
+int apply_refusals(const RunConfig& config) noexcept {
+    if (!config.mask_proc_path.empty()) {
+        if (int err = mask_with_dev_null(config.mask_proc_path.c_str()); err != 0) {
+            return err;
+        }
+    }
+    if (config.deny_user_namespaces) {
+        if (int err = deny_user_namespaces(); err != 0) {
+            return err;
+        }
+    }
+    if (config.deny_sethostname) {
+        if (int err = deny_sethostname(); err != 0) {
+            return err;
+        }
+    }
+    return 0;
 }
 
 int status_code(int status, int& term_signal) {
@@ -239,6 +262,10 @@ ChildProcess ChildProcess::start(const std::vector<std::string>& argv, const Run
             (void)::fcntl(fd, F_SETFD, 0);
         }
         if (cwd != nullptr && ::chdir(cwd) != 0) {
+            child_fail(exec_err[1]);
+        }
+        if (int refused = apply_refusals(config); refused != 0) {
+            errno = refused;
             child_fail(exec_err[1]);
         }
         ::execve(c_args[0], c_args.data(), c_env.data());

@@ -29,6 +29,12 @@ struct RunConfig {
     std::vector<std::string> unset_env;
     // Descriptors of the test process the child inherits at the same numbers (all others close).
     std::vector<int> inherit_fds;
+    // What a container would refuse the child and all it starts (tests/testing/refusals.h),
+    // applied in it just before exec: user namespaces, sethostname, and (root only) a /proc
+    // path masked with /dev/null in a mount namespace of its own ("": none).
+    bool deny_user_namespaces = false;
+    bool deny_sethostname = false;
+    std::string mask_proc_path{};
     // Hard limit: the child's process group is killed with SIGKILL, the result says timed_out
     // and the current test fails.
     std::chrono::milliseconds timeout{std::chrono::seconds(60)};

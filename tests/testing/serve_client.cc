@@ -11,12 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/testing/refusals.h"
 #include "tests/testing/sandbox_harness.h"
 
 namespace stockade::testing {
 
 ServeProcess::ServeProcess(const std::string& workspace, const std::string& state,
-                           const std::vector<std::string>& extra) {
+                           const std::vector<std::string>& extra, const ServeLaunch& launch) {
     int in[2];
     int out[2];
     EXPECT_EQ(::pipe2(in, O_CLOEXEC), 0);
@@ -30,13 +31,17 @@ ServeProcess::ServeProcess(const std::string& workspace, const std::string& stat
     }
     argv.push_back(nullptr);
     std::string state_env = "STOCKADE_STATE_DIR=" + state;
+    const std::string err_path = launch.stderr_path.empty() ? "/dev/null" : launch.stderr_path;
     pid_ = ::fork();
     if (pid_ == 0) {
         ::dup2(in[0], 0);
         ::dup2(out[1], 1);
-        int null = ::open("/dev/null", O_WRONLY);
-        ::dup2(null, 2);
+        int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ::dup2(err, 2);
         ::putenv(state_env.data());
+        if (launch.deny_user_namespaces && deny_user_namespaces() != 0) {
+            ::_exit(126);
+        }
         ::execv(bin.c_str(), argv.data());
         ::_exit(127);
     }

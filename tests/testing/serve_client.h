@@ -13,11 +13,19 @@
 
 namespace stockade::testing {
 
+// How a ServeProcess is started besides its flags.
+struct ServeLaunch {
+    // Where serve's stderr (its log) goes; empty: /dev/null.
+    std::string stderr_path{};
+    // Serve and its sandboxes cannot create user namespaces (tests/testing/refusals.h).
+    bool deny_user_namespaces = false;
+};
+
 class ServeProcess {
 public:
     // Starts `stockade serve --workspace WS` with STOCKADE_STATE_DIR=state and `extra` flags.
     ServeProcess(const std::string& workspace, const std::string& state,
-                 const std::vector<std::string>& extra = {});
+                 const std::vector<std::string>& extra = {}, const ServeLaunch& launch = {});
     ~ServeProcess();
     ServeProcess(const ServeProcess&) = delete;
     ServeProcess& operator=(const ServeProcess&) = delete;

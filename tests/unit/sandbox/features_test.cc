@@ -35,6 +35,8 @@ HostFeatures everything() {
         .pid_ns = true,
         .net_ns = true,
         .ipc_uts_cgroup_ns = true,
+        .proc_mount = true,
+        .pivot_root = true,
         .seccomp = true,
         .landlock = {.abi = 4, .sys_errno = 0},
         .cgroups = {.memory = CgroupVersion::kV2,
@@ -60,6 +62,7 @@ HostFeatures without_cgroups() {
 HostFeatures without_userns() {
     HostFeatures f = without_cgroups();
     f.user_ns = f.mount_ns = f.pid_ns = f.net_ns = f.ipc_uts_cgroup_ns = false;
+    f.proc_mount = f.pivot_root = false;
     f.userns_reason =
         "clone(CLONE_NEWUSER): EPERM (Operation not permitted) — unprivileged user namespaces "
         "are disabled (sysctl kernel.unprivileged_userns_clone=0)";
@@ -83,6 +86,23 @@ HostFeatures mount_ns_denied() {
     HostFeatures f = everything();
     f.mount_ns = false;
     f.mount_ns_reason = "in a new mount namespace: EPERM (Operation not permitted)";
+    return f;
+}
+
+// Inside a container that allows user namespaces but masks paths of its /proc: a new /proc is
+// refused (mount_too_revealing).
+HostFeatures proc_masked() {
+    HostFeatures f = everything();
+    f.proc_mount = false;
+    f.proc_mount_reason =
+        "in a new mount+pid namespace: mount /proc: EPERM (Operation not permitted)";
+    return f;
+}
+
+HostFeatures pivot_root_refused() {
+    HostFeatures f = everything();
+    f.pivot_root = false;
+    f.pivot_root_reason = "in a new mount namespace: pivot_root: EPERM (Operation not permitted)";
     return f;
 }
 
@@ -152,6 +172,21 @@ INSTANTIATE_TEST_SUITE_P(
              Isolation::kFull,
              std::nullopt,
              {"full isolation is not available: mount namespace: in a new mount namespace: EPERM"}},
+        Case{"proc_masked", proc_masked(), Isolation::kAuto, Isolation::kLandlock, {}},
+        Case{"proc_masked",
+             proc_masked(),
+             Isolation::kNamespaces,
+             std::nullopt,
+             {"namespaces isolation is not available: new /proc: in a new mount+pid namespace: "
+              "mount /proc: EPERM"}},
+        Case{
+            "pivot_root_refused", pivot_root_refused(), Isolation::kAuto, Isolation::kLandlock, {}},
+        Case{"pivot_root_refused",
+             pivot_root_refused(),
+             Isolation::kFull,
+             std::nullopt,
+             {"full isolation is not available: pivot_root: in a new mount namespace: pivot_root: "
+              "EPERM"}},
         Case{"no_landlock",
              without_landlock(),
              Isolation::kAuto,
@@ -193,21 +228,38 @@ TEST(HostFeaturesTest, ChecksGiveOneLinePerProbeWithAReasonWhenFailing) {
             names.push_back(check.name);
             EXPECT_THAT(check.detail, Not(IsEmpty())) << check.name;
         }
-        EXPECT_THAT(names, ::testing::ElementsAre(
-                               "user namespace", "mount namespace", "pid namespace",
-                               "network namespace", "ipc/uts/cgroup namespaces", "seccomp",
-                               "landlock", "cgroups", "idmapped mounts", "pidfd", "clone3"));
+        EXPECT_THAT(names,
+                    ::testing::ElementsAre("user namespace", "mount namespace", "pid namespace",
+                                           "network namespace", "ipc/uts/cgroup namespaces",
+                                           "new /proc", "pivot_root", "seccomp", "landlock",
+                                           "cgroups", "idmapped mounts", "pidfd", "clone3"));
     }
     std::vector<FeatureCheck> failing = without_landlock().checks();
     EXPECT_FALSE(failing[0].ok);
     EXPECT_THAT(failing[0].detail, StartsWith("clone(CLONE_NEWUSER): EPERM"));
-    EXPECT_FALSE(failing[6].ok);
-    EXPECT_THAT(failing[6].detail, HasSubstr("EOPNOTSUPP"));
-    EXPECT_FALSE(failing[7].ok);
-    EXPECT_THAT(failing[7].detail, AllOf(HasSubstr("memory none"), HasSubstr("no delegation")));
+    EXPECT_FALSE(failing[5].ok);
+    EXPECT_FALSE(failing[8].ok);
+    EXPECT_THAT(failing[8].detail, HasSubstr("EOPNOTSUPP"));
+    EXPECT_FALSE(failing[9].ok);
+    EXPECT_THAT(failing[9].detail, AllOf(HasSubstr("memory none"), HasSubstr("no delegation")));
     for (const FeatureCheck& check : everything().checks()) {
         EXPECT_TRUE(check.ok) << check.name;
     }
+}
+
+// What doctor, run and serve say when auto takes a weaker level: why the level above is missing.
+TEST(HostFeaturesTest, AutoShortfallNamesWhyTheStrongerLevelIsMissing) {
+    EXPECT_EQ(auto_shortfall(Isolation::kFull, everything()), "");
+    EXPECT_THAT(auto_shortfall(Isolation::kNamespaces, without_cgroups()),
+                AllOf(StartsWith("full isolation is not available: cgroups: "),
+                      HasSubstr("no delegation"), HasSubstr("Fix: ")));
+    EXPECT_THAT(auto_shortfall(Isolation::kLandlock, without_userns()),
+                AllOf(StartsWith("namespaces isolation is not available: user namespace: "
+                                 "clone(CLONE_NEWUSER): EPERM"),
+                      HasSubstr("Fix: ")));
+    EXPECT_THAT(auto_shortfall(Isolation::kLandlock, proc_masked()),
+                StartsWith("namespaces isolation is not available: new /proc: "));
+    EXPECT_EQ(auto_shortfall(Isolation::kNone, without_landlock()), "");
 }
 
 TEST(HostFeaturesTest, IdmapIsNotNeededForUnprivilegedCallers) {
@@ -215,7 +267,7 @@ TEST(HostFeaturesTest, IdmapIsNotNeededForUnprivilegedCallers) {
     f.idmapped_mounts = false;
     f.idmap_required = false;
     f.idmap_reason = "not needed: unprivileged callers run as their own uid";
-    EXPECT_TRUE(f.checks()[8].ok);
+    EXPECT_TRUE(f.checks()[10].ok);
 }
 
 TEST(HostFeaturesTest, ProbeLeavesNoChildOrDescriptorBehind) {
