@@ -1,8 +1,10 @@
 #include "common/syscall.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -80,6 +82,18 @@ Result<FdPair> make_socketpair(int type) {
 bool path_exists(const std::string& path) noexcept {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool privileged_caller() noexcept {
+    if (::geteuid() != 0) {
+        return false;
+    }
+    __user_cap_header_struct header{.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+    if (::syscall(SYS_capget, &header, data) != 0) {
+        return false;
+    }
+    return (data[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)) != 0;
 }
 
 Status make_dirs(const std::string& path, mode_t mode) {

@@ -46,4 +46,9 @@ bool path_exists(const std::string& path) noexcept;
 // mkdir -p for host-side configuration directories.
 Status make_dirs(const std::string& path, mode_t mode);
 
+// A privileged caller: euid 0 *and* CAP_SYS_ADMIN in its effective set. Root without it (a
+// container's root, a capability-dropped service) cannot idmap mounts, lease host ids or manage
+// cgroups the way a privileged supervisor does, so it is treated as an ordinary user.
+bool privileged_caller() noexcept;
+
 }  // namespace stockade

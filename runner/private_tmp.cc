@@ -28,7 +28,7 @@ Status PrivateTmp::apply(sandbox::SandboxSpec& spec) {
         }
         path_ = std::move(tmpl);
     }
-    if (::geteuid() == 0 &&
+    if (privileged_caller() &&
         ::chown(path_.c_str(), spec.identity.host_uid, spec.identity.host_gid) != 0) {
         return errno_error(fmt::format("chown \"{}\"", path_), errno);
     }

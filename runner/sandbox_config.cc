@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "common/path.h"
+#include "common/syscall.h"
 #include "runner/terminal.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -83,7 +84,7 @@ CallerContext current_caller() {
     caller.cwd = std::filesystem::current_path(ec).string();
     caller.euid = ::geteuid();
     caller.egid = ::getegid();
-    caller.privileged = caller.euid == 0;
+    caller.privileged = privileged_caller();  // root with CAP_SYS_ADMIN
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
         caller.environ.emplace_back(*e);
     }

@@ -40,8 +40,9 @@ struct CallerContext {
     std::string cwd;  // a real path (getcwd)
     uid_t euid = 0;
     gid_t egid = 0;
-    // Root: its sandbox user maps to a host id of its own and writable binds are idmapped.
-    // Every other caller maps its own uid.
+    // Root with CAP_SYS_ADMIN (privileged_caller): its sandbox user maps to a host id of its own
+    // and writable binds are idmapped. Every other caller, root without CAP_SYS_ADMIN included,
+    // maps its own uid.
     bool privileged = false;
     std::vector<std::string> environ;  // "NAME=VALUE"
     std::array<bool, 3> tty_fds{};

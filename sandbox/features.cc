@@ -388,7 +388,7 @@ Result<UniqueFd> make_idmap_userns() {
 }
 
 void probe_idmap(HostFeatures& f) {
-    if (::geteuid() != 0) {
+    if (!privileged_caller()) {
         f.idmap_required = false;
         f.idmap_reason = "not needed: unprivileged callers run as their own uid";
         return;

@@ -486,7 +486,7 @@ Status check_spec(const SandboxSpec& spec) {
 Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
     const bool userns = has_user_ns(spec.isolation);
     const bool sandboxed = spec.isolation != Isolation::kNone;
-    const bool root = ::geteuid() == 0;
+    const bool root = privileged_caller();
     plan.new_user_ns = userns;
     plan.new_mount_ns = userns;
     plan.new_uts_ns = userns;
@@ -584,7 +584,7 @@ Result<std::optional<CgroupLeaf>> create_cgroup_leaf(const SandboxSpec& spec,
 // Whether the supervisor creates the user namespace as the sandbox's host uid (a root caller
 // with a user namespace): see clone_child.
 bool owns_as_host_uid(const SandboxSpec& spec) {
-    return has_user_ns(spec.isolation) && ::geteuid() == 0 && spec.identity.host_uid != 0;
+    return has_user_ns(spec.isolation) && privileged_caller() && spec.identity.host_uid != 0;
 }
 
 // 1.5 Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
@@ -749,9 +749,9 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     // 3. The supervisor, after clone: id maps (3.1), the cgroup (3.2), then "go" and the
     // child's report (3.3). On failure the Sandbox destructor kills and reaps.
     if (has_user_ns(spec.isolation)) {
-        if (auto st =
-                write_id_maps(sandbox.pid_, spec.identity.sandbox_uid, spec.identity.host_uid,
-                              spec.identity.sandbox_gid, spec.identity.host_gid, ::geteuid() != 0);
+        if (auto st = write_id_maps(sandbox.pid_, spec.identity.sandbox_uid, spec.identity.host_uid,
+                                    spec.identity.sandbox_gid, spec.identity.host_gid,
+                                    !privileged_caller());
             !st) {
             return std::move(st).error().wrap("write the sandbox's id maps");
         }
