@@ -53,8 +53,8 @@ protected:
         WorkerConfig config;
         config.workspace = tmp_.at("ws");
         config.spill_dir = tmp_.at("spill");
-        config.sandbox.isolation = "none";
-        config.sandbox.network = "host";
+        config.sandbox.isolation = sandbox::Isolation::kNone;
+        config.sandbox.network = sandbox::NetworkMode::kHost;
         worker_.emplace(config, &events_);
     }
 
