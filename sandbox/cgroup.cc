@@ -248,7 +248,12 @@ Status prepare_base(const std::string& base, bool create, bool v2,
         }
     }
     for (const std::string& dir : stale) {
-        // Fails harmlessly (EBUSY) while the leaf still holds processes.
+        // A session worker's leaf has children of its own (the commands' memory cgroup, and
+        // on v2 the worker's): they go first. Fails harmlessly (EBUSY) while one still holds
+        // processes.
+        for (const char* child : {"commands", "worker"}) {
+            (void)::rmdir(join(dir, child).c_str());
+        }
         if (::rmdir(dir.c_str()) == 0) {
             SPDLOG_LOGGER_DEBUG(log::get("sandbox"), "stale cgroup removed dir=\"{}\"", dir);
         }

@@ -265,7 +265,7 @@ TEST_F(CgroupLeafTest, WithACommandsCgroupAnOomKillFallsOnTheCommandsNotOnTheIni
     EXPECT_THAT(leaf->remove(), IsOk());
 }
 
-TEST_F(CgroupLeafTest, RemovesStaleEmptyLeavesOfDeadSupervisors) {
+TEST_F(CgroupLeafTest, RemovesStaleEmptyLeavesOfDeadSupervisorsWithTheirChildren) {
     pid_t dead = ::fork();
     if (dead == 0) {
         _exit(0);
@@ -281,6 +281,10 @@ TEST_F(CgroupLeafTest, RemovesStaleEmptyLeavesOfDeadSupervisors) {
             std::string base = dir.substr(0, dir.rfind('/'));
             stale.push_back(base + "/" + leaf_name(dead, 1));
             ASSERT_EQ(::mkdir(stale.back().c_str(), 0755), 0) << stale.back();
+            // A session worker's leaf left behind with its commands' cgroup inside.
+            stale.push_back(base + "/" + leaf_name(dead, 2));
+            ASSERT_EQ(::mkdir(stale.back().c_str(), 0755), 0) << stale.back();
+            ASSERT_EQ(::mkdir((stale.back() + "/commands").c_str(), 0755), 0) << stale.back();
         }
     }
     auto leaf = CgroupLeaf::create(Limits{}, support_);
