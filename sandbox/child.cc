@@ -787,31 +787,32 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
     }
 }
 
+// One byte from the supervisor ("go", then "in its cgroup"); EOF means it is gone or gave up.
+void wait_for_supervisor(const ChildPlan& plan) noexcept {
+    char byte = 0;
+    ssize_t n = 0;
+    do {
+        n = ::recv(plan.sync_fd, &byte, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n != 1) {
+        ::_exit(125);
+    }
+}
+
 }  // namespace
 
 [[noreturn]] void child_main(ChildPlan& plan) noexcept {
     ::close(plan.parent_sync_fd);
 
-    // 4a. Die with the supervisor; then wait until it has written our id maps and placed us
-    // in our cgroup. EOF instead of "go" means the supervisor is gone.
+    // 4a. Die with the supervisor; then wait until it has written our id maps. EOF instead of
+    // "go" means the supervisor is gone.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
         fail(plan, ChildStep::kDeathSignal, errno);
     }
-    char go = 0;
-    ssize_t n = 0;
-    do {
-        n = ::recv(plan.sync_fd, &go, 1, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n != 1) {
-        ::_exit(125);
-    }
+    wait_for_supervisor(plan);
     // Nothing in the sandbox may ptrace this process, read its memory or take its fds.
     if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
         fail(plan, ChildStep::kDumpable, errno);
-    }
-    // Now inside its cgroup leaf (moved there before "go"): make it the namespace's root.
-    if (plan.new_user_ns && ::unshare(CLONE_NEWCGROUP) != 0) {
-        fail(plan, ChildStep::kCgroupNamespace, errno);
     }
     // The kernel counts inotify instances and watches, and namespaces, per user of each user
     // namespace and again for the namespace's owner above it: this namespace's own limits keep
@@ -823,6 +824,10 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
         // SAFETY: open/write/close on strings prepared by the supervisor.
         const int fd = ::open(limit.path.c_str(), O_WRONLY | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT) {
+            continue;
+        }
+        if (fd >= 0 && limit.after_cgroup_namespace) {
+            plan.deferred_limit_fd = fd;  // written in 4c
             continue;
         }
         const int err = fd < 0 ? errno : write_all_fd(fd, limit.value.data(), limit.value.size());
@@ -845,6 +850,25 @@ void scrub_process_blocks(const ChildPlan& plan) noexcept {
     }
     if (plan.new_net_ns) {
         bring_up_loopback(plan);
+    }
+    // The supervisor placed this process in its cgroup leaf while the root above was built
+    // (on cgroup v1 a move waits for an RCU grace period): wait for "in", before anything runs
+    // that the leaf's limits are for, and make the leaf the cgroup namespace's root.
+    wait_for_supervisor(plan);
+    if (plan.new_user_ns && ::unshare(CLONE_NEWCGROUP) != 0) {
+        fail(plan, ChildStep::kCgroupNamespace, errno);
+    }
+    for (size_t i = 0; plan.deferred_limit_fd >= 0 && i < plan.userns_limits.size(); ++i) {
+        const UserNamespaceLimit& limit = plan.userns_limits[i];
+        if (!limit.after_cgroup_namespace) {
+            continue;
+        }
+        if (int err = write_all_fd(plan.deferred_limit_fd, limit.value.data(), limit.value.size());
+            err != 0) {
+            fail(plan, ChildStep::kUserNamespaceLimits, err, static_cast<int>(i));
+        }
+        ::close(plan.deferred_limit_fd);
+        plan.deferred_limit_fd = -1;
     }
     // 4d. A new session; the ordinary sandbox uid; no capabilities in any set; no_new_privs.
     (void)::setsid();

@@ -27,7 +27,6 @@ enum class ChildStep : uint32_t {
     kDeathSignal,          // 4a
     kWaitForGo,            // 4a
     kDumpable,             // 4a
-    kCgroupNamespace,      // 4a
     kUserNamespaceLimits,  // 4a
     kDropGroups,           // 4a
     kMountPrivate,         // 4b.1
@@ -39,6 +38,7 @@ enum class ChildStep : uint32_t {
     kPivotRoot,            // 4b.7
     kHostname,             // 4c
     kLoopback,             // 4c
+    kCgroupNamespace,      // 4c
     kDropCaps,             // 4d
     kNoNewPrivs,           // 4d
     kLandlock,             // 4e
@@ -76,6 +76,9 @@ struct RlimitSetting {
 struct UserNamespaceLimit {
     std::string path;
     std::string value;
+    // Opened in 4a, written in 4c after the child's own cgroup namespace exists (a limit of 0
+    // cgroup namespaces would refuse it). At most one.
+    bool after_cgroup_namespace = false;
 };
 
 // Everything the child needs, prepared by the supervisor before clone.
@@ -120,7 +123,8 @@ struct ChildPlan {
     sock_fprog seccomp{};  // empty (len 0): no filter
     std::vector<RlimitSetting> rlimits;
     std::vector<UserNamespaceLimit> userns_limits;  // written while the child has its caps
-    std::array<bool, 3> tty{};  // which of fds 0,1,2 become the pseudo-terminal's slave
+    int deferred_limit_fd = -1;  // the child's: the after_cgroup_namespace limit's, open
+    std::array<bool, 3> tty{};   // which of fds 0,1,2 become the pseudo-terminal's slave
 
     // The supervisor's argv and environment blocks, scrubbed in the child so that /proc/1/
     // cmdline and environ show nothing of the host.

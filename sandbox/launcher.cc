@@ -180,7 +180,8 @@ std::vector<UserNamespaceLimit> make_userns_limits(const SandboxSpec& spec) {
     // Not mnt: the child's open_tree captures make anonymous mount namespaces, which count, and
     // seccomp refuses the mount API to the command anyway.
     for (const char* ns : {"user", "pid", "net", "ipc", "uts", "cgroup", "time"}) {
-        out.push_back({fmt::format("max_{}_namespaces", ns), "0"});
+        out.push_back(
+            {fmt::format("max_{}_namespaces", ns), "0", std::string_view(ns) == "cgroup"});
     }
     for (UserNamespaceLimit& limit : out) {
         limit.path = "/proc/sys/user/" + limit.path;
@@ -756,16 +757,33 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
             return std::move(st).error().wrap("write the sandbox's id maps");
         }
     }
+    // "go" first: the child builds its root while it is moved into its cgroup (on v1 each
+    // move waits for an RCU grace period), and waits for "in" before anything the leaf's limits
+    // are for. A child that failed meanwhile has reported why: its error wins.
+    const int sync_fd = sync.first.get();
+    auto send_byte = [sync_fd](char byte) {
+        return retry_eintr([&] { return ::send(sync_fd, &byte, 1, MSG_NOSIGNAL); }) == 1;
+    };
+    auto fail_with = [&](Error error) -> Error {
+        (void)::shutdown(sync_fd, SHUT_WR);  // a child waiting for "in" exits
+        if (auto report = receive_child_report(sync_fd); report && report->error) {
+            error = child_error(report->child_error, plan, spec);
+        }
+        (void)sandbox.wait();
+        return error;
+    };
+    if (!send_byte('g')) {
+        return fail_with(errno_error("start the sandbox", errno));
+    }
     if (sandbox.cgroup_) {
         if (auto st = sandbox.cgroup_->add_process(sandbox.pid_, cloned.into_cgroup); !st) {
-            return std::move(st).error().wrap("move the sandbox into its cgroup");
+            return fail_with(std::move(st).error().wrap("move the sandbox into its cgroup"));
         }
     }
-    char go = 'g';
-    if (retry_eintr([&] { return ::send(sync.first.get(), &go, 1, MSG_NOSIGNAL); }) != 1) {
-        return errno_error("start the sandbox", errno);
+    if (!send_byte('i')) {
+        return fail_with(errno_error("start the sandbox", errno));
     }
-    ASSIGN_OR_RETURN(Received report, receive_child_report(sync.first.get()));
+    ASSIGN_OR_RETURN(Received report, receive_child_report(sync_fd));
     if (report.error) {
         Error error = child_error(report.child_error, plan, spec);
         (void)sandbox.wait();  // the child has exited (or will, having reported)
