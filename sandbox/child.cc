@@ -25,7 +25,11 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <span>
+
 #include <net/if.h>
+
+#include "common/scm_rights.h"  // header-only, allocation-free
 
 #ifndef TIOCGPTPEER
 #define TIOCGPTPEER _IO('T', 0x41)
@@ -635,17 +639,11 @@ int open_terminal(const ChildPlan& plan) noexcept {
     ChildMessage msg;
     msg.kind = ChildMessage::kPtyMaster;
     iovec iov{&msg, sizeof msg};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+    FdControl<1> control;
     msghdr mh{};
     mh.msg_iov = &iov;
     mh.msg_iovlen = 1;
-    mh.msg_control = control;
-    mh.msg_controllen = sizeof control;
-    cmsghdr* cm = CMSG_FIRSTHDR(&mh);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    ::memcpy(CMSG_DATA(cm), &master, sizeof master);
+    attach_fds(mh, control, std::span<const int>(&master, 1));
     if (::sendmsg(plan.sync_fd, &mh, MSG_NOSIGNAL) < 0) {
         fail(plan, ChildStep::kSendPty, errno);
     }

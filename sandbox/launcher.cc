@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "common/proc_table.h"
+#include "common/scm_rights.h"
 #include "common/syscall.h"
 #include "sandbox/child.h"
 #include "sandbox/idmap.h"
@@ -283,12 +284,11 @@ Result<Received> receive_child_report(int fd) {
     for (;;) {
         ChildMessage msg;
         iovec iov{&msg, sizeof msg};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))]{};
+        FdControl<1> control;
         msghdr mh{};
         mh.msg_iov = &iov;
         mh.msg_iovlen = 1;
-        mh.msg_control = control;
-        mh.msg_controllen = sizeof control;
+        expect_fds(mh, control);
         ssize_t n = retry_eintr([&] { return ::recvmsg(fd, &mh, MSG_CMSG_CLOEXEC); });
         if (n < 0) {
             return errno_error("read the sandbox's setup report", errno);
@@ -296,13 +296,7 @@ Result<Received> receive_child_report(int fd) {
         if (n == 0) {
             return out;
         }
-        for (cmsghdr* cm = CMSG_FIRSTHDR(&mh); cm != nullptr; cm = CMSG_NXTHDR(&mh, cm)) {
-            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
-                int passed = -1;
-                std::memcpy(&passed, CMSG_DATA(cm), sizeof passed);
-                out.terminal.reset(passed);
-            }
-        }
+        for_each_passed_fd(mh, [&](int passed) { out.terminal.reset(passed); });
         if (static_cast<size_t>(n) != sizeof msg) {
             return Error{Errc::kInternal, "sandbox setup report has the wrong size"};
         }

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
+#include "common/scm_rights.h"
 #include "common/utf8.h"
 
 namespace stockade::workspace::channel {
@@ -423,22 +424,9 @@ Error io_error(std::string_view what, int err) {
     return Error{Errc::kUnavailable, fmt::format("{}: {}", what, errno_string(err)), err};
 }
 
-constexpr size_t kControlBytes = CMSG_SPACE(sizeof(int) * kMaxFdsPerFrame);
-
 // Takes ownership of every descriptor in the control messages of `msg`.
 Status collect_fds(msghdr& msg, std::vector<UniqueFd>& fds) {
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-            continue;
-        }
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        const unsigned char* data = CMSG_DATA(c);
-        for (size_t i = 0; i < count; ++i) {
-            int received = -1;
-            std::memcpy(&received, data + i * sizeof(int), sizeof(int));
-            fds.emplace_back(received);
-        }
-    }
+    for_each_passed_fd(msg, [&](int fd) { fds.emplace_back(fd); });
     if ((msg.msg_flags & MSG_CTRUNC) != 0 || fds.size() > kMaxFdsPerFrame) {
         return malformed(
             fmt::format("the peer sent more than {} descriptors with one frame", kMaxFdsPerFrame));
@@ -453,12 +441,11 @@ Result<bool> read_exact(int fd, char* buf, size_t len, bool eof_ok, const Deadli
     size_t got = 0;
     while (got < len) {
         iovec iov{buf + got, len - got};
-        alignas(cmsghdr) unsigned char control[kControlBytes];
+        FdControl<kMaxFdsPerFrame> control;
         msghdr msg{};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
-        msg.msg_control = control;
-        msg.msg_controllen = sizeof control;
+        expect_fds(msg, control);
         ssize_t n = ::recvmsg(fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
         if (n < 0) {
             if (errno == EINTR) {
@@ -1259,18 +1246,12 @@ Status send_frame(int fd, std::string_view frame, std::span<const int> fds, Dead
     while (sent < frame.size()) {
         // sendmsg takes a non-const iovec base but never writes through it.
         iovec iov{const_cast<char*>(frame.data() + sent), frame.size() - sent};
-        alignas(cmsghdr) unsigned char control[kControlBytes] = {};
+        FdControl<kMaxFdsPerFrame> control;
         msghdr msg{};
         msg.msg_iov = &iov;
         msg.msg_iovlen = 1;
         if (!fds_sent) {
-            msg.msg_control = control;
-            msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-            cmsghdr* c = CMSG_FIRSTHDR(&msg);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-            std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+            attach_fds(msg, control, fds);
         }
         ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
