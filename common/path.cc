@@ -53,4 +53,9 @@ std::vector<std::string> split_path_list(std::string_view list) {
     return out;
 }
 
+std::string_view parent_of(std::string_view relative) {
+    const size_t slash = relative.rfind('/');
+    return slash == std::string_view::npos ? std::string_view() : relative.substr(0, slash);
+}
+
 }  // namespace stockade

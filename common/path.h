@@ -22,6 +22,9 @@ void append_normalised_components(std::string_view path, std::vector<std::string
 // "/a/b" from {"a", "b"} (from index `from`); "/" when there is none.
 std::string join_absolute(const std::vector<std::string_view>& parts, size_t from = 0);
 
+// What comes before the last '/' of a relative path: "a/b" for "a/b/c", "" for "c".
+std::string_view parent_of(std::string_view relative);
+
 // The entries of a colon-separated list such as PATH, in order, empty ones included (split on
 // ':', owned).
 std::vector<std::string> split_path_list(std::string_view list);

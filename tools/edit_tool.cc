@@ -8,6 +8,7 @@
 #include "policy/requests.h"
 #include "tools/diff.h"
 #include "tools/edit_cascade.h"
+#include "tools/file_commit.h"
 #include "tools/file_locks.h"
 #include "tools/file_stamps.h"
 #include "tools/file_tools.h"

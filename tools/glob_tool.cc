@@ -17,6 +17,7 @@
 #include "common/path.h"
 #include "policy/requests.h"
 #include "tools/file_tools.h"
+#include "tools/rg_support.h"
 #include "tools/similar.h"
 #include "tools/text.h"
 #include "tools/tool_support.h"

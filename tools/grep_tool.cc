@@ -23,6 +23,7 @@
 #include "common/crypto.h"
 #include "policy/requests.h"
 #include "tools/file_tools.h"
+#include "tools/rg_support.h"
 #include "tools/text.h"
 #include "tools/tool_support.h"
 

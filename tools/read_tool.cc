@@ -13,6 +13,7 @@
 
 #include "policy/requests.h"
 #include "tools/binary_sniff.h"
+#include "tools/file_commit.h"
 #include "tools/file_stamps.h"
 #include "tools/file_tools.h"
 #include "tools/text.h"

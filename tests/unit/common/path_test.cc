@@ -38,5 +38,12 @@ TEST(SplitPathListTest, OwnsItsEntriesInOrder) {
     EXPECT_THAT(split_path_list("/usr/bin::/bin"), ElementsAre("/usr/bin", "", "/bin"));
 }
 
+TEST(PathTest, ParentOfARelativePath) {
+    EXPECT_EQ(parent_of("a/b/c"), "a/b");
+    EXPECT_EQ(parent_of("c"), "");
+    EXPECT_EQ(parent_of(""), "");
+    EXPECT_EQ(parent_of("a/"), "a");
+}
+
 }  // namespace
 }  // namespace stockade
