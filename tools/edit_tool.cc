@@ -164,7 +164,8 @@ std::string failure_message(const EditFailure& f, std::string_view display, bool
 }
 
 std::string snippet(const std::string& bytes, size_t first_line, size_t last_line) {
-    const std::string text = normalize_text(bytes, detect_shape(bytes));
+    std::string normalized;
+    const std::string_view text = normalize_text(bytes, detect_shape(bytes), normalized);
     const std::vector<std::string_view> lines = split_lines(text);
     if (lines.empty()) {
         return "The file is now empty.";

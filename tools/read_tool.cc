@@ -210,7 +210,8 @@ private:
 
         const bool whole = !data->truncated;
         const TextShape shape = detect_shape(bytes);
-        const std::string text = normalize_text(bytes, shape);
+        std::string normalized;
+        const std::string_view text = normalize_text(bytes, shape, normalized);
         const std::vector<std::string_view> lines = split_lines(text);
         const size_t total = lines.size();
 
@@ -240,6 +241,7 @@ private:
         }
 
         std::string body;
+        body.reserve(std::min(kMaxPageBytes, text.size() + total * 10));
         bool escaped = false;
         size_t last = offset - 1;  // 1-based number of the last line shown
         while (last < total && last - (offset - 1) < limit) {
@@ -247,17 +249,24 @@ private:
             if (line.ends_with('\r')) {
                 line.remove_suffix(1);
             }
-            const std::string cut =
-                truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated);
-            const bool controls = has_control_chars(cut);
-            const std::string numbered = number_line(last + 1, escape_controls(cut));
-            if (!body.empty() && body.size() + 1 + numbered.size() > kMaxPageBytes) {
-                break;
-            }
-            if (!body.empty()) {
+            const size_t before = body.size();
+            if (before != 0) {
                 body += '\n';
             }
-            body += numbered;
+            bool controls = false;
+            // Most lines are valid UTF-8, short and free of controls: shown as they are.
+            if (line.size() <= kMaxLineChars && !has_control_chars(line) && is_valid_utf8(line)) {
+                append_numbered_line(body, last + 1, line);
+            } else {
+                const std::string cut =
+                    truncate_chars(sanitize_utf8(line), kMaxLineChars, kLineTruncated);
+                controls = has_control_chars(cut);
+                append_numbered_line(body, last + 1, escape_controls(cut));
+            }
+            if (before != 0 && body.size() > kMaxPageBytes) {
+                body.resize(before);
+                break;
+            }
             escaped = escaped || controls;
             ++last;
         }

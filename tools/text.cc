@@ -1,8 +1,12 @@
 #include "tools/text.h"
 
 #include <algorithm>
+#include <array>
+#include <iterator>
 
 #include <fmt/format.h>
+
+#include "common/word_scan.h"
 
 namespace stockade::tools {
 std::string truncate_chars(std::string_view s, size_t max_chars, std::string_view marker,
@@ -46,12 +50,36 @@ bool escaped_c0(char c, LineBreaks breaks) {
     return breaks == LineBreaks::kEscape || (c != '\n' && c != '\t');
 }
 
+// The bytes at which an escape may start, for each LineBreaks: the escaped C0 controls, DEL
+// and 0xC2 (a C1 control's first byte). One lookup a byte keeps the scan of a page short.
+using ByteSet = std::array<bool, 256>;
+constexpr ByteSet escape_starts(LineBreaks breaks) {
+    ByteSet set{};
+    for (unsigned u = 0; u < 0x20U; ++u) {
+        set[u] = breaks == LineBreaks::kEscape || (u != '\n' && u != '\t');
+    }
+    set[0x7FU] = true;
+    set[0xC2U] = true;
+    return set;
+}
+constexpr ByteSet kEscapeStartsKeep = escape_starts(LineBreaks::kKeep);
+constexpr ByteSet kEscapeStartsAll = escape_starts(LineBreaks::kEscape);
+
 }  // namespace
 
 bool has_control_chars(std::string_view s, LineBreaks breaks) {
-    for (size_t i = 0; i < s.size(); ++i) {
-        if (escaped_c0(s[i], breaks) || is_c1_at(s, i)) {
-            return true;
+    using namespace word_scan;
+    const ByteSet& starts = breaks == LineBreaks::kKeep ? kEscapeStartsKeep : kEscapeStartsAll;
+    const auto maybe = [](uint64_t word) {
+        return any_below(word, 0x20U) | any_equal(word, 0x7FU) | any_equal(word, 0xC2U);
+    };
+    for (size_t i = 0; i < s.size();) {
+        i = skip_clear_words(s, i, maybe);
+        for (const size_t end = std::min(i + 8, s.size()); i < end; ++i) {
+            if (starts[static_cast<unsigned char>(s[i])] &&
+                (static_cast<unsigned char>(s[i]) != 0xC2U || is_c1_at(s, i))) {
+                return true;
+            }
         }
     }
     return false;
@@ -206,6 +234,9 @@ std::string_view indentation(std::string_view line) {
 TextShape detect_shape(std::string_view bytes) {
     TextShape shape;
     shape.bom = bytes.starts_with(kUtf8Bom);
+    if (bytes.find('\r') == std::string_view::npos) {
+        return shape;  // no CR, so no CRLF (most files): one memchr instead of a byte loop
+    }
     size_t crlf = 0;
     size_t bare = 0;
     for (size_t i = 0; i < bytes.size(); ++i) {
@@ -241,6 +272,15 @@ std::string normalize_text(std::string_view bytes, const TextShape& shape) {
     return shape.crlf ? crlf_to_lf(bytes) : std::string(bytes);
 }
 
+std::string_view normalize_text(std::string_view bytes, const TextShape& shape,
+                                std::string& storage) {
+    if (!shape.crlf) {
+        return shape.bom && bytes.starts_with(kUtf8Bom) ? bytes.substr(kUtf8Bom.size()) : bytes;
+    }
+    storage = normalize_text(bytes, shape);
+    return storage;
+}
+
 std::string restore_shape(std::string_view text, const TextShape& shape) {
     std::string out;
     out.reserve(text.size() + text.size() / 32 + kUtf8Bom.size());
@@ -261,7 +301,13 @@ std::string restore_shape(std::string_view text, const TextShape& shape) {
 }
 
 std::string number_line(size_t number, std::string_view line) {
-    return fmt::format("{:>6}\u2192{}", number, line);
+    std::string out;
+    append_numbered_line(out, number, line);
+    return out;
+}
+
+void append_numbered_line(std::string& out, size_t number, std::string_view line) {
+    fmt::format_to(std::back_inserter(out), "{:>6}\u2192{}", number, line);
 }
 
 std::string number_lines(const std::vector<std::string_view>& lines, size_t first_line) {

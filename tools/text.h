@@ -92,6 +92,10 @@ struct TextShape {
 TextShape detect_shape(std::string_view bytes);
 // Strips the BOM and, for a CRLF text, turns every "\r\n" into "\n".
 std::string normalize_text(std::string_view bytes, const TextShape& shape);
+// The same without a copy when there is nothing to change (most files): `bytes` itself, or
+// the normalised text kept in `storage`.
+std::string_view normalize_text(std::string_view bytes, const TextShape& shape,
+                                std::string& storage);
 // The inverse: every "\n" becomes "\r\n" for a CRLF text; the BOM goes back in front.
 std::string restore_shape(std::string_view text, const TextShape& shape);
 // "\r\n" → "\n" everywhere.
@@ -102,6 +106,8 @@ std::string crlf_to_lf(std::string_view s);
 // One line in the read/edit format: the number right-aligned in six columns, then "→".
 //   "   141→  compress(state)"
 std::string number_line(size_t number, std::string_view line);
+// The same, appended to `out`.
+void append_numbered_line(std::string& out, size_t number, std::string_view line);
 // Lines numbered from `first_line`, joined with '\n' (no final newline).
 std::string number_lines(const std::vector<std::string_view>& lines, size_t first_line);
 

@@ -112,6 +112,27 @@ TEST(EscapeControlsTest, PlainTextIsUnchangedAndEscapingIsIdempotent) {
     EXPECT_TRUE(has_control_chars("\n", LineBreaks::kEscape));
 }
 
+// The scan takes eight bytes at a time: a control is found at every offset of a long text,
+// and a C2 that starts no C1 control (U+00A0..) is none, wherever the word ends.
+TEST(EscapeControlsTest, ControlsAreFoundAtEveryOffset) {
+    const std::string plain(40, 'a');
+    for (size_t at = 0; at < plain.size(); ++at) {
+        for (const std::string control : {"\x1b", "\x7f", "\r", "\u0085"}) {
+            std::string text = plain;
+            text.replace(at, 1, control);
+            EXPECT_TRUE(has_control_chars(text)) << at;
+        }
+        std::string nbsp = plain;
+        nbsp.replace(at, 1, "\u00a0");
+        EXPECT_FALSE(has_control_chars(nbsp)) << at;
+        std::string newline = plain;
+        newline[at] = '\n';
+        EXPECT_FALSE(has_control_chars(newline)) << at;
+        EXPECT_TRUE(has_control_chars(newline, LineBreaks::kEscape)) << at;
+    }
+    EXPECT_FALSE(has_control_chars(plain + "\xc2"));  // a lone C2 at the end: no C1 control
+}
+
 TEST(ListedNameTest, PlainNamesAreShownAsTheyAre) {
     EXPECT_EQ(listed_name("src/kernel/agent.ts"), "src/kernel/agent.ts");
     EXPECT_EQ(listed_name("with space/\u00e9t\u00e9 \"quoted\".txt"),

@@ -1,0 +1,43 @@
+// Scanning text eight bytes at a time ("SWAR": SIMD within a register) for the rare bytes that
+// need a closer look: controls to escape, quotes in JSON. A whole page of plain text then
+// costs a few instructions a word instead of a lookup a byte.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+namespace stockade::word_scan {
+
+inline constexpr uint64_t kOnes = 0x0101010101010101ULL;
+inline constexpr uint64_t kHighs = 0x8080808080808080ULL;
+
+// Non-zero when some byte of `word` is below `n` (n <= 0x80). Exact as a yes/no answer; which
+// bits are set says nothing reliable about which bytes.
+constexpr uint64_t any_below(uint64_t word, uint8_t n) {
+    return (word - kOnes * n) & ~word & kHighs;
+}
+
+// Non-zero when some byte of `word` equals `byte`.
+constexpr uint64_t any_equal(uint64_t word, uint8_t byte) {
+    return any_below(word ^ (kOnes * byte), 1);
+}
+
+// The first multiple-of-eight offset from `from` whose eight bytes `maybe` (a predicate on a
+// word loaded from memory order) does not clear; or the offset of the last partial word.
+// Bytes before the result are known to need nothing.
+template <class Maybe>
+size_t skip_clear_words(std::string_view s, size_t from, Maybe maybe) {
+    while (from + 8 <= s.size()) {
+        uint64_t word = 0;
+        std::memcpy(&word, s.data() + from, sizeof word);
+        if (maybe(word) != 0) {
+            break;
+        }
+        from += 8;
+    }
+    return from;
+}
+
+}  // namespace stockade::word_scan
