@@ -1,9 +1,14 @@
 #include "runner/mcp/jsonrpc.h"
 
+#include <array>
 #include <exception>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "common/json_depth.h"
+#include "common/utf8.h"
+#include "common/word_scan.h"
 
 namespace stockade::mcp::jsonrpc {
 
@@ -189,8 +194,120 @@ std::string id_key(const nlohmann::json& id) {
     return dump(id);
 }
 
+namespace {
+
+std::string nlohmann_dump(const json& value) {
+    return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// The bytes a JSON string cannot hold as they are: the quote, the backslash, the C0 controls.
+constexpr std::array<bool, 256> kNeedsEscape = [] {
+    std::array<bool, 256> set{};
+    for (unsigned u = 0; u < 0x20U; ++u) {
+        set[u] = true;
+    }
+    set['"'] = true;
+    set['\\'] = true;
+    return set;
+}();
+
+// A string as nlohmann writes it (short escapes where JSON has them, \u00xx for the other
+// controls, UTF-8 kept), a run of plain bytes at a time. Ill-formed UTF-8 goes to nlohmann,
+// which replaces it with U+FFFD.
+void append_string(std::string& out, std::string_view s) {
+    if (!is_valid_utf8(s)) {
+        out += nlohmann_dump(json(std::string(s)));
+        return;
+    }
+    out += '"';
+    const auto maybe = [](uint64_t word) {
+        using namespace word_scan;
+        return any_below(word, 0x20U) | any_equal(word, '"') | any_equal(word, '\\');
+    };
+    size_t plain = 0;  // start of the run not yet copied
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (i % 8 == 0) {
+            i = word_scan::skip_clear_words(s, i, maybe);
+            if (i == s.size()) {
+                break;
+            }
+        }
+        const auto u = static_cast<unsigned char>(s[i]);
+        if (!kNeedsEscape[u]) {
+            continue;
+        }
+        out.append(s.data() + plain, i - plain);
+        plain = i + 1;
+        switch (u) {
+            case '"':
+                out += "\\\"";
+                break;
+            case '\\':
+                out += "\\\\";
+                break;
+            case '\b':
+                out += "\\b";
+                break;
+            case '\f':
+                out += "\\f";
+                break;
+            case '\n':
+                out += "\\n";
+                break;
+            case '\r':
+                out += "\\r";
+                break;
+            case '\t':
+                out += "\\t";
+                break;
+            default:
+                fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+        }
+    }
+    out.append(s.data() + plain, s.size() - plain);
+    out += '"';
+}
+
+void append_value(std::string& out, const json& value) {
+    switch (value.type()) {
+        case json::value_t::object: {
+            out += '{';
+            for (auto it = value.cbegin(); it != value.cend(); ++it) {
+                if (it != value.cbegin()) {
+                    out += ',';
+                }
+                append_string(out, it.key());
+                out += ':';
+                append_value(out, it.value());
+            }
+            out += '}';
+            break;
+        }
+        case json::value_t::array: {
+            out += '[';
+            for (auto it = value.cbegin(); it != value.cend(); ++it) {
+                if (it != value.cbegin()) {
+                    out += ',';
+                }
+                append_value(out, *it);
+            }
+            out += ']';
+            break;
+        }
+        case json::value_t::string:
+            append_string(out, value.get_ref<const std::string&>());
+            break;
+        default:  // numbers, booleans, null, binary: short, and nlohmann's own rules
+            out += nlohmann_dump(value);
+    }
+}
+
+}  // namespace
+
 std::string dump(const nlohmann::json& value) {
-    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string out;
+    append_value(out, value);
+    return out;
 }
 
 std::string encode_result(const nlohmann::json& id, nlohmann::json result) {

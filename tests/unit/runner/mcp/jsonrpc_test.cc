@@ -1,5 +1,8 @@
 #include "runner/mcp/jsonrpc.h"
 
+#include <cstdint>
+#include <limits>
+#include <random>
 #include <string>
 #include <variant>
 
@@ -171,6 +174,90 @@ TEST(JsonRpcDecodeTest, ANumberBeyondADoublesRangeIsAParseErrorAnsweredToItsId) 
     EXPECT_TRUE(std::get<DecodeFailure>(decode(R"({"params":{"x":1e999},"id":7})")).id.is_null());
     EXPECT_TRUE(
         std::get<DecodeFailure>(decode(R"({"jsonrpc":"2.0","id":5,"method":)")).id.is_null());
+}
+
+// dump writes strings itself, a run of plain bytes at a time; it must write exactly what
+// nlohmann writes with the replace handler, for every kind of byte a string can hold.
+std::string random_text(std::mt19937& rng) {
+    static const std::vector<std::string> pieces = {"a",
+                                                    "Z",
+                                                    " ",
+                                                    "\"",
+                                                    "\\",
+                                                    "/",
+                                                    "\n",
+                                                    "\t",
+                                                    "\r",
+                                                    "\b",
+                                                    "\f",
+                                                    std::string(1, '\0'),
+                                                    "\x01",
+                                                    "\x1b",
+                                                    "\x1f",
+                                                    "\x7f",
+                                                    "\u2192",
+                                                    "\u00e9",
+                                                    "\U0001F600",
+                                                    "\xc2\x9b",
+                                                    "\xff",
+                                                    "\xc0\xaf",
+                                                    "\xed\xa0\x80",
+                                                    "\xe2\x86",
+                                                    "\x80",
+                                                    "\xf4\x90\x80\x80"};
+    std::uniform_int_distribution<size_t> length(0, 12);
+    std::uniform_int_distribution<size_t> pick(0, pieces.size() - 1);
+    std::string text;
+    for (size_t n = length(rng); n > 0; --n) {
+        text += pieces[pick(rng)];
+    }
+    return text;
+}
+
+json random_value(std::mt19937& rng, int depth) {
+    std::uniform_int_distribution<int> kind(0, depth > 3 ? 5 : 7);
+    switch (kind(rng)) {
+        case 0:
+            return nullptr;
+        case 1:
+            return rng() % 2 == 0;
+        case 2:
+            return static_cast<int64_t>(rng()) - (int64_t{1} << 31);
+        case 3:
+            return static_cast<double>(rng()) / 7.0;
+        case 4:
+            return std::numeric_limits<uint64_t>::max() - rng();
+        case 5:
+            return random_text(rng);
+        case 6: {
+            json array = json::array();
+            for (int n = static_cast<int>(rng() % 4); n > 0; --n) {
+                array.push_back(random_value(rng, depth + 1));
+            }
+            return array;
+        }
+        default: {
+            json object = json::object();
+            for (int n = static_cast<int>(rng() % 4); n > 0; --n) {
+                object[random_text(rng)] = random_value(rng, depth + 1);
+            }
+            return object;
+        }
+    }
+}
+
+TEST(DumpTest, WritesWhatNlohmannWritesForEveryKindOfValue) {
+    std::mt19937 rng(20261202);
+    for (int i = 0; i < 5000; ++i) {
+        const json value = random_value(rng, 0);
+        ASSERT_EQ(dump(value), value.dump(-1, ' ', false, json::error_handler_t::replace))
+            << "case " << i;
+    }
+}
+
+TEST(DumpTest, EscapesControlsAndKeepsUtf8) {
+    EXPECT_EQ(dump(json("a\"b\\c\n\x01\x7f\u2192")), "\"a\\\"b\\\\c\\n\\u0001\x7f\u2192\"");
+    EXPECT_EQ(dump(json("bad \xff")), "\"bad \xef\xbf\xbd\"");
 }
 
 }  // namespace
