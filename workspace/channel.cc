@@ -785,7 +785,7 @@ Result<std::string> encode_request(const Request& request) {
     return encode_frame(h, payload, Utf8::kStrict);
 }
 
-Result<Request> decode_request(const Frame& frame) {
+Result<Request> decode_request(Frame& frame) {
     try {
         Fields f(frame.header, "request");
         RETURN_IF_ERROR(check_version(f));
@@ -827,7 +827,7 @@ Result<Request> decode_request(const Frame& frame) {
                     ASSIGN_OR_RETURN(uint64_t mode, f.u64_at_most("mode", 07777));
                     a.mode = static_cast<uint32_t>(mode);
                 }
-                a.bytes = frame.payload;
+                a.bytes = std::move(frame.payload);
                 request.args = std::move(a);
                 break;
             }
@@ -940,7 +940,8 @@ Result<std::string> encode_reply(const Reply& reply) {
     h["v"] = kVersion;
     h["id"] = reply.id;
     h["ok"] = reply.result.has_value();
-    std::string payload;
+    std::string joined;  // rg's output, then its errors
+    std::string_view payload;
     if (!reply.result) {
         const Error& e = reply.result.error();
         json err = json::object();
@@ -992,9 +993,10 @@ Result<std::string> encode_reply(const Reply& reply) {
                        h["truncated"] = rg.truncated;
                        h["timed_out"] = rg.timed_out;
                        h["out_bytes"] = rg.out.size();
-                       payload.reserve(rg.out.size() + rg.err.size());
-                       payload = rg.out;
-                       payload += rg.err;
+                       joined.reserve(rg.out.size() + rg.err.size());
+                       joined = rg.out;
+                       joined += rg.err;
+                       payload = joined;
                    },
                    [&](const SpawnedProcess& p) {
                        if (p.pid < kMinPid || p.pid > kMaxPid || !p.output || !p.status) {
@@ -1068,12 +1070,12 @@ std::vector<int> reply_fds(const Reply& reply) {
     return fds;
 }
 
-Result<Reply> decode_reply(const Frame& frame, Op op) {
+Result<Reply> decode_reply(Frame& frame, Op op) {
     std::vector<UniqueFd> none;
     return decode_reply(frame, op, none);
 }
 
-Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds) {
+Result<Reply> decode_reply(Frame& frame, Op op, std::vector<UniqueFd>& fds) {
     // Taken now: whatever the outcome, the caller holds none of them afterwards.
     std::vector<UniqueFd> received = std::move(fds);
     fds.clear();
@@ -1115,7 +1117,7 @@ Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds
                                     "limit {}",
                                     frame.payload.size(), kMaxPayloadBytes));
                 }
-                d.bytes = frame.payload;
+                d.bytes = std::move(frame.payload);
                 reply.result = ReplyValue{std::move(d)};
                 break;
             }
@@ -1159,8 +1161,9 @@ Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds
                         fmt::format("reply: rg stderr of {} bytes exceeds the limit {}", err_bytes,
                                     kRgMaxErrBytes));
                 }
-                rg.out = frame.payload.substr(0, out_bytes);
                 rg.err = frame.payload.substr(out_bytes);
+                frame.payload.resize(out_bytes);
+                rg.out = std::move(frame.payload);
                 reply.result = ReplyValue{std::move(rg)};
                 break;
             }

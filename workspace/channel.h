@@ -206,8 +206,10 @@ struct Reply {
 // 0..kMaxSignal (refusing groups <= 1 is the worker's decision, with its own message).
 Status validate_request(const Request& request);
 
+// The decoders move the payload out of `frame` (a write's bytes, a read's, rg's output: up to
+// 16 MiB each, never copied); its header stays, for recover_id.
 Result<std::string> encode_request(const Request& request);
-Result<Request> decode_request(const Frame& frame);
+Result<Request> decode_request(Frame& frame);
 // The id of a frame whose request did not decode, when it has one.
 std::optional<uint64_t> recover_id(const Frame& frame) noexcept;
 
@@ -223,9 +225,9 @@ std::vector<int> reply_fds(const Reply& reply);
 // `fds`: the descriptors that arrived with the frame. decode_reply takes them all (the vector
 // is left empty): a spawn reply keeps them in its SpawnedProcess, anything else closes them.
 // A reply carrying another number of descriptors than it announces is malformed.
-Result<Reply> decode_reply(const Frame& frame, Op op, std::vector<UniqueFd>& fds);
+Result<Reply> decode_reply(Frame& frame, Op op, std::vector<UniqueFd>& fds);
 // For a frame that came without descriptors.
-Result<Reply> decode_reply(const Frame& frame, Op op);
+Result<Reply> decode_reply(Frame& frame, Op op);
 
 // ---- Blocking I/O over a unix stream socket -------------------------------------------------
 

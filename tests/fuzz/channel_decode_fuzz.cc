@@ -16,7 +16,7 @@ std::span<const std::byte> bytes_of(const std::string& s) {
     return std::as_bytes(std::span(s.data(), s.size()));
 }
 
-void check_request(const channel::Frame& frame) {
+void check_request(channel::Frame frame) {  // a copy: decoding moves the payload out
     auto request = channel::decode_request(frame);
     if (!request) {
         return;
@@ -39,7 +39,7 @@ void check_request(const channel::Frame& frame) {
     }
 }
 
-void check_reply(const channel::Frame& frame, channel::Op op) {
+void check_reply(channel::Frame frame, channel::Op op) {
     auto reply = channel::decode_reply(frame, op);
     if (!reply) {
         return;
