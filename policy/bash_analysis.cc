@@ -1049,7 +1049,8 @@ std::vector<CapabilityRequest> bash_requests(std::string_view command, const Req
         out.insert(out.begin(), {.kind = CapabilityKind::kProcessExecute,
                                  .tool = std::string(tool),
                                  .command = text,
-                                 .full_command = text});
+                                 .full_command = text,
+                                 .builtins_only = true});
     }
     // The same file named twice, or two `git commit`s, are one request.
     std::vector<CapabilityRequest> unique;

@@ -39,10 +39,11 @@ struct CapabilityRequest {
     // sudo, ...) stripped, words joined by single spaces; and the same as written.
     std::string command{};
     std::string full_command{};
-    bool opaque = false;       // the command could not be parsed: `command` is the whole text
-    std::string host{};        // network.access: lower-case host name, when one is known
-    std::string subcommand{};  // git.modify: "commit", "push", ...
-    std::string reason{};      // why a derived request exists: "`curl` reaches the network"
+    bool opaque = false;         // the command could not be parsed: `command` is the whole text
+    bool builtins_only = false;  // the command runs no program, only shell builtins (`cd x`)
+    std::string host{};          // network.access: lower-case host name, when one is known
+    std::string subcommand{};    // git.modify: "commit", "push", ...
+    std::string reason{};        // why a derived request exists: "`curl` reaches the network"
 
     friend bool operator==(const CapabilityRequest&, const CapabilityRequest&) = default;
 };

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
@@ -85,6 +86,10 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
     ctx.progress = info.progress;
     tools::ToolResult result;
     std::string note;  // for the model, after the tool's output
+    // Whether the call may change a file: not when its tool only reads, nor when its plan asks
+    // for nothing but reads and shell builtins (`true`, `cd src && test -f x < y`). The same
+    // analysis the policy decides on says so.
+    bool may_change = !tool->annotations().read_only;
     Result<std::unique_ptr<tools::ToolCall>> call = tool->parse(arguments);
     if (!call) {
         result = {.content = call.error().message, .is_error = true, .metadata = {}};
@@ -92,6 +97,11 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
         // 2. Plan: what the call asks of the policy, and where its file names lead.
         std::vector<policy::CapabilityRequest> requests = (*call)->capabilities(parts_.where);
         const PathAliases aliases = add_real_paths(*tool, requests);
+        may_change = may_change && std::ranges::any_of(requests, [](const auto& r) {
+                         using enum policy::CapabilityKind;
+                         return r.kind != kFileRead && r.kind != kTool &&
+                                !(r.kind == kProcessExecute && r.builtins_only);
+                     });
         // 3, 4. Decide, and ask.
         if (auto refused = decide(name, std::move(requests), arguments, info, call_id, note)) {
             result = std::move(*refused);
@@ -131,7 +141,7 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
     }
 
     // 7. Record. Durable (fsync'd) are the events of a change: a call that may change files
-    // completes on disk; a read-only one reaches it with the next durable event.
+    // completes on disk; one that cannot reaches it with the next durable event.
     const int64_t ms = ms_since(started);
     if (result.metadata.is_object() && !result.metadata.contains("duration_ms")) {
         result.metadata["duration_ms"] = ms;  // a call refused before the tool ran
@@ -143,7 +153,7 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
                    {"is_error", result.is_error},
                    {"content_bytes", result.content.size()},
                    {"metadata", result.metadata}},
-                  !tool->annotations().read_only);
+                  may_change);
     // After a large result, hand the memory back: sessions idle most of the time.
     if (result.content.size() > (size_t{1} << 20) || ms > 50) {
         (void)::malloc_trim(0);

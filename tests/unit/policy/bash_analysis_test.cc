@@ -251,6 +251,22 @@ TEST(BashRequestsTest, ResolvesAgainstTheCwdAndNamesTheTool) {
     }
 }
 
+// A command of builtins only is still decided as a command, marked as running no program
+// (the executor does not fsync what cannot change a file); one program anywhere unmarks it.
+TEST(BashRequestsTest, ACommandOfBuiltinsOnlyIsMarkedAsSuch) {
+    const auto marked = [](std::string_view command) {
+        const std::vector<CapabilityRequest> requests = bash_requests(command, kCtx, "bash");
+        EXPECT_EQ(requests.front().kind, CapabilityKind::kProcessExecute) << command;
+        return requests.front().builtins_only;
+    };
+    EXPECT_TRUE(marked("true"));
+    EXPECT_TRUE(marked("cd pkg && test -f x"));
+    EXPECT_FALSE(marked("ls"));
+    EXPECT_FALSE(marked("cd pkg && make"));
+    EXPECT_FALSE(marked("echo $(date)"));
+    EXPECT_FALSE(marked("eval \"$X\""));
+}
+
 TEST(BashRequestsTest, TheSessionsOwnLoopbackIsNotTheNetwork) {
     RequestContext own = kCtx;
     own.private_loopback = true;

@@ -18,6 +18,7 @@
 namespace stockade::runner {
 namespace {
 
+using ::testing::AnyOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -166,6 +167,24 @@ TEST_F(ExecutorTest, AWriteCompletesDurably) {
     EXPECT_FALSE(run("write", {{"file_path", "new.txt"}, {"content", "x\n"}}).result.is_error);
     EXPECT_EQ(events_.events().back().type, "ToolCompleted");
     EXPECT_TRUE(events_.events().back().durable);
+}
+
+// Durable is what may change a file, by the analysis the policy decides on: a command of
+// builtins and reads cannot; one that runs a program or writes through a redirection may.
+TEST_F(ExecutorTest, OnlyACommandThatMayChangeAFileCompletesDurably) {
+    h_.ws.put("src/a.txt", "alpha\n");
+    executor();
+    const auto durable = [&](const std::string& command) {
+        (void)run("bash", {{"command", command}});
+        EXPECT_THAT(events_.events().back().type, AnyOf("ToolCompleted", "ToolFailed"));
+        return events_.events().back().durable;
+    };
+    EXPECT_FALSE(durable("true"));
+    EXPECT_FALSE(durable("cd src && test -f a.txt"));
+    EXPECT_TRUE(durable("echo"));
+    EXPECT_TRUE(durable("cat src/a.txt"));
+    EXPECT_TRUE(durable("true > out.txt"));
+    EXPECT_TRUE(durable("echo $(rm -rf src)"));
 }
 
 TEST_F(ExecutorTest, ARuleHoldsForAFileUnderAnyNameASymlinkGivesIt) {
