@@ -7,11 +7,14 @@
 // ".." reaches outside the root. The spill root is read-only: write and make_dirs on it fail
 // with kPermissionDenied before touching the disk.
 //
-// Children: spawn forks commands for the bash and process tools; their status pipes (and rg's
+// Children: spawn starts commands for the bash and process tools; their status pipes (and rg's
 // pid while a run of it is unreaped) are kept in one process-wide table, since waitpid reaps per
 // process, not per object. reap_children collects exited children (and, where the worker is
 // pid 1 of its namespace, the orphans reparented to it) and delivers each spawned leader's
 // wait status.
+//
+// Implemented in three files: local_workspace.cc (construction and files), local_rg.cc (rg)
+// and local_commands.cc (commands and reaping); local_internal.h has what they share.
 #pragma once
 
 #include <poll.h>
