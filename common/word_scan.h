@@ -3,6 +3,7 @@
 // costs a few instructions a word instead of a lookup a byte.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +23,29 @@ constexpr uint64_t any_below(uint64_t word, uint8_t n) {
 // Non-zero when some byte of `word` equals `byte`.
 constexpr uint64_t any_equal(uint64_t word, uint8_t byte) {
     return any_below(word ^ (kOnes * byte), 1);
+}
+
+// The high bit of each byte of `word` that equals `byte`, and no other bit: exact per byte
+// (no borrow from a neighbour), so its popcount counts them.
+constexpr uint64_t equal_bytes(uint64_t word, uint8_t byte) {
+    constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
+    const uint64_t x = word ^ (kOnes * byte);
+    return ~(((x & kLow7) + kLow7) | x | kLow7);
+}
+
+// How many bytes of `s` equal `byte` (newlines before an offset, for a line number).
+inline size_t count_byte(std::string_view s, uint8_t byte) {
+    size_t count = 0;
+    size_t i = 0;
+    for (; i + 8 <= s.size(); i += 8) {
+        uint64_t word = 0;
+        std::memcpy(&word, s.data() + i, sizeof word);
+        count += static_cast<size_t>(std::popcount(equal_bytes(word, byte)));
+    }
+    for (; i < s.size(); ++i) {
+        count += static_cast<uint8_t>(s[i]) == byte ? 1U : 0U;
+    }
+    return count;
 }
 
 // The first multiple-of-eight offset from `from` whose eight bytes `maybe` (a predicate on a

@@ -1,11 +1,13 @@
 #include "tools/diff.h"
 
 #include <algorithm>
+#include <cstring>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/word_scan.h"
 #include "tools/text.h"
 
 namespace stockade::tools {
@@ -125,20 +127,43 @@ struct Window {
     size_t first_line = 0;  // the 0-based number of its first line
 };
 
+// Compared a block at a time with memcmp, then byte by byte in the block that differs.
+constexpr size_t kCompareBlock = 4096;
+
+size_t common_prefix(std::string_view a, std::string_view b) {
+    const size_t n = std::min(a.size(), b.size());
+    size_t i = 0;
+    while (i + kCompareBlock <= n && std::memcmp(a.data() + i, b.data() + i, kCompareBlock) == 0) {
+        i += kCompareBlock;
+    }
+    while (i < n && a[i] == b[i]) {
+        ++i;
+    }
+    return i;
+}
+
+// The bytes `a` and `b` share at their ends, at most `limit`.
+size_t common_suffix(std::string_view a, std::string_view b, size_t limit) {
+    size_t k = 0;
+    while (k + kCompareBlock <= limit &&
+           std::memcmp(a.data() + a.size() - k - kCompareBlock,
+                       b.data() + b.size() - k - kCompareBlock, kCompareBlock) == 0) {
+        k += kCompareBlock;
+    }
+    while (k < limit && a[a.size() - 1 - k] == b[b.size() - 1 - k]) {
+        ++k;
+    }
+    return k;
+}
+
 Window changed_window(std::string_view before, std::string_view after, size_t context) {
     const size_t shorter = std::min(before.size(), after.size());
-    size_t start = static_cast<size_t>(
-        std::mismatch(before.begin(), before.begin() + static_cast<long>(shorter), after.begin())
-            .first -
-        before.begin());
+    size_t start = common_prefix(before, after);
     while (!at_line_start(before, start)) {
         --start;
     }
-    size_t common_end = 0;  // bytes shared at the end, not reaching into the common prefix
-    while (common_end < shorter - start &&
-           before[before.size() - 1 - common_end] == after[after.size() - 1 - common_end]) {
-        ++common_end;
-    }
+    // Bytes shared at the end, not reaching into the common prefix.
+    const size_t common_end = common_suffix(before, after, shorter - start);
     size_t before_end = before.size() - common_end;
     size_t after_end = after.size() - common_end;
     while (before_end < before.size() &&
@@ -158,9 +183,7 @@ Window changed_window(std::string_view before, std::string_view after, size_t co
         before_end += step;
         after_end += step;
     }
-    return {start, before_end, after_end,
-            static_cast<size_t>(
-                std::count(before.begin(), before.begin() + static_cast<long>(start), '\n'))};
+    return {start, before_end, after_end, word_scan::count_byte(before.substr(0, start), '\n')};
 }
 
 }  // namespace

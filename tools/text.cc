@@ -195,7 +195,7 @@ size_t count_lines(std::string_view text) {
     if (text.empty()) {
         return 0;
     }
-    const auto breaks = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    const size_t breaks = word_scan::count_byte(text, '\n');
     return text.back() == '\n' ? breaks : breaks + 1;
 }
 

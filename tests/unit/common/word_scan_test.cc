@@ -44,6 +44,25 @@ TEST(WordScanTest, AgreesWithAByteLoop) {
     }
 }
 
+TEST(WordScanTest, CountsEveryEqualByteExactly) {
+    std::mt19937_64 rng(11);
+    for (int round = 0; round < 2'000; ++round) {
+        std::string text(rng() % 100, 'a');
+        for (char& c : text) {
+            const uint64_t r = rng();
+            c = static_cast<char>(r % 3 == 0 ? '\n' : (r >> 8) & 0xFF);  // runs of '\n' too
+        }
+        size_t newlines = 0;
+        size_t highs = 0;
+        for (char c : text) {
+            newlines += c == '\n' ? 1U : 0U;
+            highs += static_cast<unsigned char>(c) == 0x8A ? 1U : 0U;
+        }
+        ASSERT_EQ(count_byte(text, '\n'), newlines) << round;
+        ASSERT_EQ(count_byte(text, 0x8A), highs) << round;
+    }
+}
+
 TEST(WordScanTest, SkipsWholeClearWordsOnly) {
     const auto has_x = [](uint64_t word) {
         return any_equal(word, 'x');

@@ -88,7 +88,11 @@ TEST(DiffTest, RandomChangesPatchBackExactly) {
         return t;
     };
     for (int round = 0; round < 3000; ++round) {
-        const std::string before = text(rng() % 40);
+        // Now and then a long start or end, so that the block-wise comparison of the shared
+        // start and end crosses blocks before it finds the change.
+        const std::string head = rng() % 4 == 0 ? text(1000 + rng() % 3000) : "";
+        const std::string tail = rng() % 4 == 0 ? text(1000 + rng() % 3000) : "";
+        const std::string before = head + text(rng() % 40) + tail;
         std::string after = before;
         for (unsigned edits = rng() % 4; edits > 0; --edits) {
             const size_t at = after.empty() ? 0 : rng() % (after.size() + 1);
