@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/word_scan.h"
 #include "tools/similar.h"
 #include "tools/text.h"
 
@@ -23,10 +24,9 @@ public:
         if (!s_.empty()) {
             starts_.push_back(0);
         }
-        for (size_t i = 0; i < s_.size(); ++i) {
-            if (s_[i] == '\n' && i + 1 < s_.size()) {
-                starts_.push_back(i + 1);
-            }
+        for (size_t nl = s_.find('\n'); nl != std::string::npos && nl + 1 < s_.size();
+             nl = s_.find('\n', nl + 1)) {
+            starts_.push_back(nl + 1);
         }
         trimmed_.reserve(starts_.size());
         for (size_t i = 0; i < starts_.size(); ++i) {
@@ -1286,7 +1286,7 @@ std::vector<size_t> distinct_start_lines(const Text& t, const std::vector<Candid
 }
 
 size_t newlines_in(std::string_view s) {
-    return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
+    return word_scan::count_byte(s, '\n');
 }
 
 // The line endings of a file that has both "\r\n" and "\n" (header comment).
@@ -1394,7 +1394,8 @@ EditOutcome build(const Text& t, const TextShape& shape, const Endings* endings,
     }
     applied.new_last_line = applied.new_first_line + newlines_in(rep);
     if (endings == nullptr) {
-        applied.content = restore_shape(out, shape);
+        // Most files have no BOM and no CRLF: the text is the content as it is, not copied.
+        applied.content = shape.bom || shape.crlf ? restore_shape(out, shape) : std::move(out);
         return applied;
     }
     applied.content.reserve(out.size() + out_crlf.size() + kUtf8Bom.size());

@@ -163,19 +163,39 @@ std::string failure_message(const EditFailure& f, std::string_view display, bool
     return "No replacement was performed.";
 }
 
+// The bytes from `at` that hold `count` lines (with their breaks), or up to the end.
+size_t window_bytes(std::string_view text, size_t at, size_t count) {
+    size_t end = at;
+    for (; count > 0 && end < text.size(); --count) {
+        const size_t nl = text.find('\n', end);
+        end = nl == std::string_view::npos ? text.size() : nl + 1;
+    }
+    return end - at;
+}
+
 std::string snippet(const std::string& bytes, size_t first_line, size_t last_line) {
     std::string normalized;
     const std::string_view text = normalize_text(bytes, detect_shape(bytes), normalized);
-    const std::vector<std::string_view> lines = split_lines(text);
-    if (lines.empty()) {
+    const size_t total = count_lines(text);
+    if (total == 0) {
         return "The file is now empty.";
     }
     const size_t from = first_line > kSnippetContext ? first_line - kSnippetContext : 1;
-    const size_t region_end = std::min(last_line + kSnippetContext, lines.size());
+    const size_t region_end = std::min(last_line + kSnippetContext, total);
     const size_t to = std::min(region_end, from + kMaxSnippetLines - 1);
+    // Only the lines shown are split: the file may be 10 MB around a one-line edit.
+    size_t at = 0;
+    for (size_t n = 1; n < from && at != std::string_view::npos; ++n) {
+        at = text.find('\n', at);
+        at = at == std::string_view::npos ? at : at + 1;
+    }
+    const std::vector<std::string_view> lines =
+        at == std::string_view::npos
+            ? std::vector<std::string_view>{}
+            : split_lines(text.substr(at, window_bytes(text, at, to - from + 1)));
     std::string out = fmt::format("Snippet of the edited region ({}):", line_range(from, to));
-    for (size_t n = from; n <= to; ++n) {
-        std::string_view line = lines[n - 1];
+    for (size_t n = from; n <= to && n - from < lines.size(); ++n) {
+        std::string_view line = lines[n - from];
         if (line.ends_with('\r')) {
             line.remove_suffix(1);
         }
@@ -187,7 +207,7 @@ std::string snippet(const std::string& bytes, size_t first_line, size_t last_lin
         out += fmt::format(
             "\n(Snippet cut at {} lines; the edited region continues to line {}. "
             "Read the file to review the rest.)",
-            kMaxSnippetLines, std::min(last_line, lines.size()));
+            kMaxSnippetLines, std::min(last_line, total));
     }
     return out;
 }
@@ -311,7 +331,8 @@ private:
             return error_result(failure_message(*failure, path.display, replace_all), meta);
         }
         auto& applied = std::get<EditApplied>(outcome);
-        Result<Committed> committed = commit_file(ctx, path, *current, applied.content, false);
+        Result<Committed> committed =
+            commit_file(ctx, path, *current, std::move(applied.content), false);
         if (!committed) {
             return error_result(committed.error().message);
         }
@@ -333,7 +354,7 @@ private:
             "Edited {} ({}).\n{}\nReview the changes. Edit the file again if the result is not "
             "what you intended.",
             path.display, how,
-            snippet(applied.content, applied.new_first_line, applied.new_last_line));
+            snippet(committed->content, applied.new_first_line, applied.new_last_line));
         r.metadata = {
             {"title", fmt::format("Edit {} \u00b7 +{} \u2212{}", short_path(path), diff.additions,
                                   diff.deletions)},

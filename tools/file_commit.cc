@@ -49,8 +49,7 @@ void stamp_read(ToolContext& ctx, const workspace::ResolvedPath& path, std::stri
 }
 
 Result<Committed> commit_file(ToolContext& ctx, const workspace::ResolvedPath& path,
-                              std::string_view old_bytes, const std::string& new_bytes,
-                              bool created) {
+                              std::string_view old_bytes, std::string new_bytes, bool created) {
     if (ctx.cancel.stop_requested()) {
         return Error{Errc::kCancelled, std::string(kCancelledText)};
     }
@@ -59,13 +58,14 @@ Result<Committed> commit_file(ToolContext& ctx, const workspace::ResolvedPath& p
     workspace::WriteRequest req;
     req.root = path.root;
     req.path = path.relative;
-    req.bytes = new_bytes;
+    req.bytes = std::move(new_bytes);
     req.make_parents = created;
     Result<workspace::WriteOutcome> written = ctx.ws->write(req);
     if (!written) {
         return Error{written.error().code, io_failure("write", path.display, written.error())};
     }
-    const FileStamp s = ctx.stamps->stamp(path.display, new_bytes, written->info.mtime_ns);
+    out.content = std::move(req.bytes);
+    const FileStamp s = ctx.stamps->stamp(path.display, out.content, written->info.mtime_ns);
     if (ctx.events != nullptr) {
         ctx.events->record("FileModified",
                            {{"path", path.display},

@@ -30,9 +30,9 @@ void stamp_read(ToolContext& ctx, const workspace::ResolvedPath& path, std::stri
 // model-facing sentence (a cancelled call, a failed write).
 struct Committed {
     DiffResult diff{};
+    std::string content{};  // the new bytes, handed back: they travel to the worker without a copy
 };
 Result<Committed> commit_file(ToolContext& ctx, const workspace::ResolvedPath& path,
-                              std::string_view old_bytes, const std::string& new_bytes,
-                              bool created);
+                              std::string_view old_bytes, std::string new_bytes, bool created);
 
 }  // namespace stockade::tools

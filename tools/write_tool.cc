@@ -122,13 +122,14 @@ private:
             return error_result(io_failure("write", path.display, info.error()));
         }
 
-        Result<Committed> committed = commit_file(ctx, path, old_bytes, new_bytes, !existed);
+        Result<Committed> committed =
+            commit_file(ctx, path, old_bytes, std::move(new_bytes), !existed);
         if (!committed) {
             return error_result(committed.error().message);
         }
         const DiffResult& diff = committed->diff;
 
-        const size_t new_lines = count_lines(new_bytes);
+        const size_t new_lines = count_lines(committed->content);
         ToolResult r;
         if (existed) {
             r.content = fmt::format("Replaced {} (was {}, now {}).", path.display,

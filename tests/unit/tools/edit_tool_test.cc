@@ -1,13 +1,16 @@
 #include <thread>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/unit/tools/tool_harness.h"
+#include "tools/text.h"
 
 namespace stockade::tools {
 namespace {
 
 using testing::expect_golden;
+using ::testing::HasSubstr;
 using testing::ToolHarness;
 
 std::string numbered(int n) {
@@ -47,6 +50,29 @@ TEST_F(EditToolTest, ExactEditAnswersWithASnippetOfFourLinesAround) {
         "--- a/src/engine.ts\n+++ b/src/engine.ts\n@@ -7,7 +7,8 @@\n"));
     EXPECT_EQ(h.events.log.back(), "modified /work/proj/src/engine.ts");
     EXPECT_EQ(h.events.last["created"], false);
+}
+
+// The snippet is cut out of the new file without splitting all of it: at the first line, at
+// the last one (no final newline), in a CRLF file, and cut when the region is long.
+TEST_F(EditToolTest, TheSnippetShowsTheLinesAroundTheEditAnywhereInTheFile) {
+    h.ws.put("src/s.txt", "a\nb\nc\nd\ne\nf\ng\nh");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/s.txt"}}).is_error);
+    std::string r = edit("a\n", "A\n", false, "src/s.txt").content;
+    EXPECT_THAT(r, HasSubstr(":\n" + number_line(1, "A") + "\n" + number_line(2, "b")));
+    EXPECT_THAT(r, HasSubstr(number_line(5, "e") + "\nReview"));
+    r = edit("\nh", "\nH", false, "src/s.txt").content;
+    EXPECT_THAT(r, HasSubstr(":\n" + number_line(3, "c") + "\n"));  // the match starts on 7
+    EXPECT_THAT(r, HasSubstr(number_line(8, "H") + "\nReview"));
+
+    h.ws.put("src/crlf.txt", "one\r\ntwo\r\nthree\r\n");
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/crlf.txt"}}).is_error);
+    r = edit("two", "TWO", false, "src/crlf.txt").content;
+    EXPECT_THAT(r, HasSubstr(number_line(1, "one") + "\n" + number_line(2, "TWO") + "\n" +
+                             number_line(3, "three") + "\nReview"));
+
+    r = edit("line 2\n", numbered(100), false).content;
+    EXPECT_THAT(r, HasSubstr("Snippet cut at 60 lines; the edited region continues to "
+                             "line 101."));
 }
 
 TEST_F(EditToolTest, FuzzyEditNamesTheStrategy) {
