@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "runner/run_command.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/features.h"
 #include "sandbox/idmap.h"
 #include "sandbox/landlock.h"
 #include "sandbox/launcher.h"
@@ -153,6 +154,11 @@ int main(int argc, char** argv) {
                     *why = spec.error().message;
                 }
                 return spec.has_value();
+            });
+    measure("probe_host_features (every isolation probe: namespaces child, idmap, cgroups)", runs,
+            [](std::string*) {
+                (void)sb::probe_host_features();
+                return true;
             });
     measure("probe_landlock", runs, [](std::string*) {
         (void)sb::probe_landlock();

@@ -19,6 +19,13 @@ Result<Resolved> resolve_isolation(sandbox::Isolation requested) {
     return resolve_isolation(requested, host_features());
 }
 
+Result<Resolved> resolve_isolation_without_children(sandbox::Isolation requested) {
+    if (requested == sandbox::Isolation::kNone) {
+        return Resolved{.level = sandbox::Isolation::kNone};
+    }
+    return resolve_isolation(requested, sandbox::probe_host_features_without_children());
+}
+
 const sandbox::HostFeatures& host_features() {
     static const sandbox::HostFeatures features = sandbox::probe_host_features();
     return features;

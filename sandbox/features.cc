@@ -584,6 +584,19 @@ HostFeatures probe_host_features() {
     return f;
 }
 
+HostFeatures probe_host_features_without_children() {
+    HostFeatures f;
+    f.user_ns = f.mount_ns = f.pid_ns = f.net_ns = f.ipc_uts_cgroup_ns = true;
+    f.proc_mount = f.pivot_root = true;
+    probe_seccomp(f);
+    f.landlock = probe_landlock();
+    f.cgroups = probe_cgroups();
+    f.idmap_required = privileged_caller();
+    f.idmapped_mounts = true;
+    probe_pidfd_clone3(f);
+    return f;
+}
+
 Result<Isolation> choose_isolation(Isolation requested, const HostFeatures& features) {
     switch (requested) {
         case Isolation::kAuto: {

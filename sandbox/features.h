@@ -61,6 +61,12 @@ struct HostFeatures {
 // and leaves no descriptor behind.
 HostFeatures probe_host_features();
 
+// The probes that need no child process (seccomp, Landlock, cgroups, pidfd, clone3), with the
+// namespaces, a new /proc, pivot_root and idmapped mounts taken as available: what to try first
+// when a failed launch can still be followed by the full probe (`stockade run`). Checks of
+// those features name no reason.
+HostFeatures probe_host_features_without_children();
+
 // Resolves `requested` against the host. kAuto picks the strongest of full > namespaces >
 // landlock and never none. A level the host cannot give fails with kUnavailable:
 //   "full isolation is not available: <cause>. Fix: <remedy>"

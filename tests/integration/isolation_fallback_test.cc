@@ -94,6 +94,20 @@ TEST_F(IsolationFallbackTest, RunFallsBackToLandlockAndSaysWhy) {
     EXPECT_THAT(run_shortfall(r.err), HasSubstr("Fix: ")) << r.describe();
 }
 
+// `run` launches before it probes (the namespaces are tried by the launch itself); a level
+// asked for by name that the host cannot give still ends in exit 77 with the probe's reason,
+// and the command never runs.
+TEST_F(IsolationFallbackTest, AnExplicitLevelTheHostCannotGiveExitsUnavailableWithWhy) {
+    const std::string marker = workspace_.sub("ran");  // writable at every level
+    RunResult r = run_stockade({"run", "--isolation", "namespaces", "--workspace",
+                                workspace_.path(), "--", "/bin/sh", "-c", "echo x > " + marker},
+                               without_userns());
+    EXPECT_EQ(r.exit_code, 77) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr(std::string("stockade run: ") + kWhyNot)) << r.describe();
+    EXPECT_THAT(r.err, Not(HasSubstr("warning"))) << r.describe();
+    EXPECT_FALSE(read_file_text(marker).has_value()) << "the command must not run";
+}
+
 TEST_F(IsolationFallbackTest, ServeFallsBackExactlyAsRunDoes) {
     // run's verdict on this host, under the same filter.
     RunConfig config = without_userns();
