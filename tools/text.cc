@@ -51,7 +51,7 @@ bool escaped_c0(char c, LineBreaks breaks) {
 }
 
 // The bytes at which an escape may start, for each LineBreaks: the escaped C0 controls, DEL
-// and 0xC2 (a C1 control's first byte). One lookup a byte keeps the scan of a page short.
+// and 0xC2 (a C1 control's first byte). Looked up only in the words word_scan flags.
 using ByteSet = std::array<bool, 256>;
 constexpr ByteSet escape_starts(LineBreaks breaks) {
     ByteSet set{};

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <exception>
+#include <iterator>
 #include <utility>
 
 #include <fmt/format.h>
