@@ -78,6 +78,34 @@ Status check_depth(std::string_view text) {
     return {};
 }
 
+// The frame from its header's text and its payload (each already cut out of the body).
+Result<Frame> frame_from(std::string_view header_text, std::string payload) {
+    RETURN_IF_ERROR(check_depth(header_text));
+    Frame frame;
+    try {
+        frame.header = json::parse(header_text.begin(), header_text.end(), nullptr,
+                                   /*allow_exceptions=*/false);
+    } catch (const std::exception& e) {
+        return malformed(fmt::format("header is not valid JSON: {}", e.what()));
+    }
+    if (frame.header.is_discarded()) {
+        return malformed("header is not valid JSON");
+    }
+    if (!frame.header.is_object()) {
+        return malformed("header is not a JSON object");
+    }
+    frame.payload = std::move(payload);
+    return frame;
+}
+
+Status check_header_length(size_t header_len, size_t body_len) {
+    if (header_len > body_len - 4) {
+        return malformed(fmt::format("header length {} exceeds the {} bytes left in the frame",
+                                     header_len, body_len - 4));
+    }
+    return {};
+}
+
 Result<Frame> decode_body(std::string body) {
     if (body.size() + kPrefixBytes > kMaxFrameBytes) {
         return malformed(fmt::format("frame of {} bytes exceeds the {}-byte limit",
@@ -88,27 +116,10 @@ Result<Frame> decode_body(std::string body) {
                                      body.size() + kPrefixBytes));
     }
     const size_t header_len = load_le32(reinterpret_cast<const std::byte*>(body.data()));
-    if (header_len > body.size() - 4) {
-        return malformed(fmt::format("header length {} exceeds the {} bytes left in the frame",
-                                     header_len, body.size() - 4));
-    }
-    std::string_view text(body.data() + 4, header_len);
-    RETURN_IF_ERROR(check_depth(text));
-    Frame frame;
-    try {
-        frame.header = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-    } catch (const std::exception& e) {
-        return malformed(fmt::format("header is not valid JSON: {}", e.what()));
-    }
-    if (frame.header.is_discarded()) {
-        return malformed("header is not valid JSON");
-    }
-    if (!frame.header.is_object()) {
-        return malformed("header is not a JSON object");
-    }
+    RETURN_IF_ERROR(check_header_length(header_len, body.size()));
+    const std::string header(body, 4, header_len);
     body.erase(0, 4 + header_len);
-    frame.payload = std::move(body);
-    return frame;
+    return frame_from(header, std::move(body));
 }
 
 // Reads the fields of one JSON object, each checked for presence and type.
@@ -1282,12 +1293,25 @@ Result<std::optional<Received>> recv_frame(int fd, Deadline deadline) {
     if (!got_prefix) {
         return std::optional<Received>{};
     }
-    ASSIGN_OR_RETURN(size_t body_len, decode_length_prefix(prefix));
-    std::string body(body_len, '\0');
-    ASSIGN_OR_RETURN(bool got_body,
-                     read_exact(fd, body.data(), body.size(), /*eof_ok=*/false, deadline, fds));
-    (void)got_body;
-    ASSIGN_OR_RETURN(Frame frame, decode_body(std::move(body)));
+    ASSIGN_OR_RETURN(size_t body_len, decode_length_prefix(prefix));  // at least 4
+    // The header's length, the header, then the payload into a string of its own: a payload
+    // (up to 16 MiB) is read where it stays, never moved down past the header.
+    std::array<std::byte, 4> header_prefix{};
+    ASSIGN_OR_RETURN(bool got_length,
+                     read_exact(fd, reinterpret_cast<char*>(header_prefix.data()),
+                                header_prefix.size(), /*eof_ok=*/false, deadline, fds));
+    const size_t header_len = load_le32(header_prefix.data());
+    RETURN_IF_ERROR(check_header_length(header_len, body_len));
+    std::string header(header_len, '\0');
+    ASSIGN_OR_RETURN(bool got_header, read_exact(fd, header.data(), header.size(),
+                                                 /*eof_ok=*/false, deadline, fds));
+    std::string payload(body_len - 4 - header_len, '\0');
+    ASSIGN_OR_RETURN(bool got_payload, read_exact(fd, payload.data(), payload.size(),
+                                                  /*eof_ok=*/false, deadline, fds));
+    (void)got_length;
+    (void)got_header;
+    (void)got_payload;
+    ASSIGN_OR_RETURN(Frame frame, frame_from(header, std::move(payload)));
     return std::optional<Received>{Received{std::move(frame), std::move(fds)}};
 }
 

@@ -220,6 +220,11 @@ void append_string(std::string& out, std::string_view s) {
         out += nlohmann_dump(json(std::string(s)));
         return;
     }
+    // Room for a long string and a few escapes at once, rather than growing by doubling (a
+    // page of read is 50 KB), and for the newline the writer adds.
+    if (s.size() > 4096) {
+        out.reserve(out.size() + s.size() + s.size() / 16 + 64);
+    }
     out += '"';
     const auto maybe = [](uint64_t word) {
         using namespace word_scan;
