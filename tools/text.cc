@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_escape.h"
 #include "common/word_scan.h"
 
 namespace stockade::tools {
@@ -128,37 +129,16 @@ std::string listed_name(std::string_view name) {
     std::string out = "\"";
     for (size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        switch (c) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                if (is_c0_or_del(static_cast<unsigned char>(c))) {
-                    out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
-                } else if (is_c1_at(text, i)) {
-                    out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
-                    ++i;
-                } else {
-                    out += c;
-                }
+        if (append_short_json_escape(out, c)) {
+            continue;
+        }
+        if (is_c0_or_del(static_cast<unsigned char>(c))) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(c));
+        } else if (is_c1_at(text, i)) {
+            out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+            ++i;
+        } else {
+            out += c;
         }
     }
     out += '"';

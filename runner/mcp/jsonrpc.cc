@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/json_depth.h"
+#include "common/json_escape.h"
 #include "common/utf8.h"
 #include "common/word_scan.h"
 
@@ -244,30 +245,8 @@ void append_string(std::string& out, std::string_view s) {
         }
         out.append(s.data() + plain, i - plain);
         plain = i + 1;
-        switch (u) {
-            case '"':
-                out += "\\\"";
-                break;
-            case '\\':
-                out += "\\\\";
-                break;
-            case '\b':
-                out += "\\b";
-                break;
-            case '\f':
-                out += "\\f";
-                break;
-            case '\n':
-                out += "\\n";
-                break;
-            case '\r':
-                out += "\\r";
-                break;
-            case '\t':
-                out += "\\t";
-                break;
-            default:
-                fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+        if (!append_short_json_escape(out, s[i])) {
+            fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
         }
     }
     out.append(s.data() + plain, s.size() - plain);
