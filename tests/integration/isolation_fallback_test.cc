@@ -60,6 +60,18 @@ std::string run_shortfall(const std::string& err) {
     return err.substr(start + head.size(), end - start - head.size());
 }
 
+// `stockade run -- /bin/echo hi` in `workspace` under `config` falls back to landlock: it
+// runs, and the reason its warning gives starts with `why`.
+void expect_echo_falls_back(RunConfig config, const std::string& workspace,
+                            const std::string& why) {
+    config.cwd = workspace;
+    RunResult run =
+        run_stockade({"run", "--workspace", workspace, "--", "/bin/echo", "hi"}, config);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_EQ(run.out, "hi\n");
+    EXPECT_THAT(run_shortfall(run.err), StartsWith(why)) << run.describe();
+}
+
 TEST_F(IsolationFallbackTest, DoctorSaysAutoChoosesLandlockAndWhy) {
     RunResult r = run_stockade({"doctor"}, without_userns());
     ASSERT_FALSE(r.timed_out) << r.describe();
@@ -182,14 +194,8 @@ TEST_F(IsolationFallbackTest, AMaskedProcMakesAutoFallBackWithTheReason) {
                           "new /proc: "))
         << doctor.describe();
 
-    config.cwd = workspace_.path();
-    RunResult run =
-        run_stockade({"run", "--workspace", workspace_.path(), "--", "/bin/echo", "hi"}, config);
-    ASSERT_EQ(run.exit_code, 0) << run.describe();
-    EXPECT_EQ(run.out, "hi\n");
-    EXPECT_THAT(run_shortfall(run.err),
-                StartsWith("namespaces isolation is not available: new /proc: "))
-        << run.describe();
+    expect_echo_falls_back(config, workspace_.path(),
+                           "namespaces isolation is not available: new /proc: ");
 }
 
 // sethostname refused (a seccomp profile that denies it): the uts namespace is of no use, so
@@ -202,15 +208,9 @@ TEST_F(IsolationFallbackTest, ARefusedSethostnameMakesAutoFallBackWithTheReason)
     EXPECT_THAT(doctor.out, HasSubstr("isolation: --isolation auto chooses \"landlock\""))
         << doctor.describe();
 
-    config.cwd = workspace_.path();
-    RunResult run =
-        run_stockade({"run", "--workspace", workspace_.path(), "--", "/bin/echo", "hi"}, config);
-    ASSERT_EQ(run.exit_code, 0) << run.describe();
-    EXPECT_EQ(run.out, "hi\n");
-    EXPECT_THAT(run_shortfall(run.err),
-                StartsWith("namespaces isolation is not available: ipc/uts/cgroup namespaces: in "
-                           "a new ipc/uts/cgroup namespace: EPERM"))
-        << run.describe();
+    expect_echo_falls_back(config, workspace_.path(),
+                           "namespaces isolation is not available: ipc/uts/cgroup namespaces: in "
+                           "a new ipc/uts/cgroup namespace: EPERM");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "runner/run_command.h"
 #include "tests/testing/matchers.h"
+#include "tests/testing/run_spec.h"
 
 namespace stockade::runner {
 namespace {
@@ -20,14 +21,8 @@ using testing::HasErrc;
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-// `stockade run`'s flags into a spec, as run_command does: parse_run_flags, then
-// make_sandbox_spec at the level asked for (auto: full, what a capable host gives).
 Result<sandbox::SandboxSpec> build(const RunOptions& flags, const CallerContext& caller) {
-    ASSIGN_OR_RETURN(ParsedFlags parsed, parse_run_flags(flags, caller));
-    const sandbox::Isolation level = parsed.config.isolation == sandbox::Isolation::kAuto
-                                         ? sandbox::Isolation::kFull
-                                         : parsed.config.isolation;
-    return make_sandbox_spec(parsed.config, caller, level);
+    return testing::build_run_spec(flags, caller);
 }
 
 class RunSpecPathsTest : public ::testing::Test {

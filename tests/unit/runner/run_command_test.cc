@@ -9,20 +9,15 @@
 #include <gtest/gtest.h>
 
 #include "tests/testing/matchers.h"
+#include "tests/testing/run_spec.h"
 
 namespace stockade::runner {
 namespace {
 
 using testing::HasErrc;
 
-// `stockade run`'s flags into a spec, as run_command does: parse_run_flags, then
-// make_sandbox_spec at the level asked for (auto: full, what a capable host gives).
 Result<sandbox::SandboxSpec> build(const RunOptions& flags, const CallerContext& caller) {
-    ASSIGN_OR_RETURN(ParsedFlags parsed, parse_run_flags(flags, caller));
-    const sandbox::Isolation level = parsed.config.isolation == sandbox::Isolation::kAuto
-                                         ? sandbox::Isolation::kFull
-                                         : parsed.config.isolation;
-    return make_sandbox_spec(parsed.config, caller, level);
+    return testing::build_run_spec(flags, caller);
 }
 
 class BuildRunSpecTest : public ::testing::Test {
