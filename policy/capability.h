@@ -41,9 +41,12 @@ struct CapabilityRequest {
     std::string full_command{};
     bool opaque = false;         // the command could not be parsed: `command` is the whole text
     bool builtins_only = false;  // the command runs no program, only shell builtins (`cd x`)
-    std::string host{};          // network.access: lower-case host name, when one is known
-    std::string subcommand{};    // git.modify: "commit", "push", ...
-    std::string reason{};        // why a derived request exists: "`curl` reaches the network"
+    std::string host{};          // network.access: lower-case host name or IP literal, if known
+    // network.access: the port connected to; 0: not known (a command's analysis, before it
+    // runs). The allowlist proxy always sets it.
+    uint16_t port = 0;
+    std::string subcommand{};  // git.modify: "commit", "push", ...
+    std::string reason{};      // why a derived request exists: "`curl` reaches the network"
 
     friend bool operator==(const CapabilityRequest&, const CapabilityRequest&) = default;
 };

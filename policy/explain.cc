@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/host_pattern.h"
+
 namespace stockade::policy {
 
 Explanation explain_call(const Policy& policy, std::string_view tool,
@@ -23,8 +25,19 @@ std::string describe_request(const CapabilityRequest& request) {
             return request.path;
         case CapabilityKind::kProcessExecute:
             return request.command;
-        case CapabilityKind::kNetworkAccess:
-            return request.host.empty() ? "(host not known)" : request.host;
+        case CapabilityKind::kNetworkAccess: {
+            if (request.host.empty()) {
+                return request.port == 0 ? "(host not known)"
+                                         : fmt::format("(host not known):{}", request.port);
+            }
+            if (request.port == 0) {
+                return request.host;
+            }
+            if (request.host.find(':') != std::string::npos) {
+                return fmt::format("[{}]:{}", request.host, request.port);
+            }
+            return fmt::format("{}:{}", request.host, request.port);
+        }
         case CapabilityKind::kGitModify:
             return "git " + request.subcommand;
         case CapabilityKind::kTool:
@@ -73,6 +86,9 @@ nlohmann::json explain_json(const Explanation& explanation) {
                 break;
             case CapabilityKind::kNetworkAccess:
                 entry["host"] = request.host;
+                if (request.port != 0) {
+                    entry["port"] = request.port;
+                }
                 break;
             case CapabilityKind::kGitModify:
                 entry["subcommand"] = request.subcommand;
@@ -123,6 +139,74 @@ std::string explain_text(const Explanation& explanation) {
     }
     for (const std::string& warning : explanation.warnings) {
         out += fmt::format("  warning: {}\n", warning);
+    }
+    return out;
+}
+
+Result<CapabilityRequest> connection_request(std::string_view target) {
+    ASSIGN_OR_RETURN(HostPort where, parse_host_port(target));
+    return CapabilityRequest{.kind = CapabilityKind::kNetworkAccess,
+                             .tool = "bash",
+                             .host = std::move(where.host),
+                             .port = where.port};
+}
+
+ConnectionExplanation explain_connection(const Policy& policy, const CapabilityRequest& request) {
+    return ConnectionExplanation{.preset = policy.preset(),
+                                 .mode = policy.mode(),
+                                 .managed_domains_only = policy.managed_domains_only(),
+                                 .outcome = policy.evaluate_one(request)};
+}
+
+nlohmann::json connection_json(const ConnectionExplanation& explanation) {
+    using nlohmann::json;
+    const RequestOutcome& outcome = explanation.outcome;
+    json out = {{"kind", capability_kind_name(outcome.request.kind)},
+                {"host", outcome.request.host},
+                {"port", outcome.request.port == 0 ? json(nullptr) : json(outcome.request.port)},
+                {"decision", decision_name(outcome.decision)},
+                {"before_mode", decision_name(outcome.before_mode)},
+                {"preset", preset_name(explanation.preset)},
+                {"mode", mode_name(explanation.mode)}};
+    if (outcome.rule) {
+        out["rule"] = outcome.rule->text;
+        out["origin"] = outcome.rule->origin;
+        out["layer"] = layer_name(outcome.rule->layer);
+    }
+    out["reason"] = outcome.reason;
+    if (!explanation.managed_domains_only.empty()) {
+        out["managed_domains_only"] = explanation.managed_domains_only;
+    }
+    return out;
+}
+
+std::string connection_text(const ConnectionExplanation& explanation) {
+    const RequestOutcome& outcome = explanation.outcome;
+    std::string out =
+        fmt::format("network {}: {} (preset {}, mode {})\n", describe_request(outcome.request),
+                    decision_name(outcome.decision), preset_name(explanation.preset),
+                    mode_name(explanation.mode));
+    if (outcome.rule) {
+        out += fmt::format("  rule:   {} \"{}\"\n", decision_name(outcome.rule->decision),
+                           outcome.rule->text);
+        out += fmt::format("  source: {} ({} layer)\n", outcome.rule->origin,
+                           layer_name(outcome.rule->layer));
+    } else {
+        out += "  rule:   none\n";
+    }
+    if (!outcome.rule || outcome.decision != outcome.before_mode) {
+        out += fmt::format("  reason: {}\n", outcome.reason);
+    }
+    if (outcome.request.port == 0) {
+        out +=
+            "  port:   not given: a rule limited to a port counts only as an allow, as for a "
+            "command before it connects\n";
+    }
+    if (!explanation.managed_domains_only.empty() && outcome.rule) {
+        out += fmt::format(
+            "  note:   only the managed settings' rules allow hosts "
+            "(sandbox.network.allowManagedDomainsOnly, {})\n",
+            explanation.managed_domains_only);
     }
     return out;
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "policy/network_preset.h"
+
 namespace stockade::policy {
 namespace {
 
@@ -106,6 +108,61 @@ Result<Policy> Policy::load(std::span<const SettingsSource> sources, const Polic
         if (settings.preset && !slot) {
             slot = LayerPreset{*settings.preset, settings.preset_origin};
         }
+        if (settings.managed_domains_only && policy.managed_domains_only_.empty()) {
+            policy.managed_domains_only_ = settings.managed_domains_only_origin;
+        }
+    }
+
+    size_t preset_rules = 0;
+    for (const std::string& name : options.allow_presets) {
+        const auto entries = network_preset(name);
+        if (!entries) {
+            std::string known;
+            for (std::string_view n : network_preset_names()) {
+                known += known.empty() ? std::string(n) : ", " + std::string(n);
+            }
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("no network preset \"{}\" (known: {})", name, known)};
+        }
+        for (std::string_view entry : *entries) {
+            ASSIGN_OR_RETURN(Rule rule, Rule::network_access(entry, Decision::kAllow));
+            rule.layer = Layer::kCommandLine;
+            rule.origin = fmt::format("preset {}", name);
+            policy.rules_.push_back(std::move(rule));
+            ++preset_rules;
+        }
+    }
+
+    // allowManagedDomainsOnly: only the managed layer may let a host through. Its allow and ask
+    // network rules stay; those of every other layer go (an ask is a way to allow), with a
+    // warning for each (for a preset, one).
+    if (!policy.managed_domains_only_.empty()) {
+        const size_t first_preset_rule = policy.rules_.size() - preset_rules;
+        std::vector<Rule> kept;
+        kept.reserve(policy.rules_.size());
+        std::vector<std::string> presets_warned;
+        for (size_t i = 0; i < policy.rules_.size(); ++i) {
+            Rule& rule = policy.rules_[i];
+            if (rule.subject() != Subject::kNetworkAccess || rule.decision() == Decision::kDeny ||
+                rule.layer == Layer::kManaged) {
+                kept.push_back(std::move(rule));
+                continue;
+            }
+            const bool from_preset = i >= first_preset_rule;
+            if (from_preset && std::find(presets_warned.begin(), presets_warned.end(),
+                                         rule.origin) != presets_warned.end()) {
+                continue;
+            }
+            if (from_preset) {
+                presets_warned.push_back(rule.origin);
+            }
+            policy.warnings_.push_back(fmt::format(
+                "{}: rule \"{}\"{} ignored: the managed settings allow only their own hosts "
+                "(sandbox.network.allowManagedDomainsOnly, {})",
+                rule.origin, rule.text(), from_preset ? " and the rest of the preset" : "",
+                policy.managed_domains_only_));
+        }
+        policy.rules_ = std::move(kept);
     }
 
     for (size_t layer = 0; layer < kLayerCount; ++layer) {
@@ -198,6 +255,12 @@ RequestOutcome Policy::evaluate_one(const CapabilityRequest& request) const {
         out.rule = matched->ref();
         out.reason = fmt::format("matched {} rule \"{}\" ({})", decision_name(matched->decision()),
                                  matched->text(), matched->origin);
+    } else if (request.kind == CapabilityKind::kNetworkAccess && !managed_domains_only_.empty()) {
+        out.before_mode = Decision::kDeny;
+        out.reason = fmt::format(
+            "no rule matched; the managed settings allow only the hosts they list "
+            "(sandbox.network.allowManagedDomainsOnly, {})",
+            managed_domains_only_);
     } else if (request.kind == CapabilityKind::kNetworkAccess && traits.network_default_deny) {
         out.before_mode = Decision::kDeny;
         out.reason = fmt::format("no rule matched; network access is denied by default in {} mode",

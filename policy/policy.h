@@ -4,7 +4,8 @@
 //   1. the first matching deny rule  → deny
 //   2. else the first matching ask   → ask
 //   3. else the first matching allow → allow
-//   4. else the preset's default for the request's kind (preset.h)
+//   4. else the preset's default for the request's kind (preset.h); for network.access, deny
+//      when the managed settings lock the allowed hosts (allowManagedDomainsOnly)
 // then the mode turns an ask into a deny when nobody can be prompted (ci, hosted). Rules are
 // considered across all layers; within a list, higher layers come first (managed, command
 // line, project, user), then file order, so the reported rule is the highest layer's. The
@@ -36,6 +37,10 @@ struct PolicyOptions {
     Mode mode = Mode::kLocal;
     std::string workspace_root{};  // absolute; anchors "./x" and "x" rules
     std::string home{};            // anchors "~/x" rules
+    // --allow-preset: network presets (network_preset.h) whose entries become network.access
+    // allow rules of the command-line layer, origin "preset NAME". An unknown name fails the
+    // load.
+    std::vector<std::string> allow_presets{};
 };
 
 // Whether tools/list shows a tool.
@@ -71,6 +76,11 @@ public:
     // Every rule in evaluation order: deny, ask, allow lists, each highest layer first.
     [[nodiscard]] const std::vector<Rule>& rules() const { return rules_; }
     [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+    // The managed settings set sandbox.network.allowManagedDomainsOnly: network.access allow and
+    // ask rules of the other layers (their allowedDomains, WebFetch and network.access rules,
+    // --allow-preset) were dropped at load with a warning, and a connection no rule decides is
+    // denied. Deny rules of every layer still count. Empty when not locked.
+    [[nodiscard]] const std::string& managed_domains_only() const { return managed_domains_only_; }
     // Every layer's "sandbox" block, in layer order (managed first). Mounts and variables from
     // the project layer are dropped at load with a warning: that file comes with the
     // repository, so it may only restrict (denyRead, denyWrite).
@@ -83,6 +93,7 @@ private:
     Mode mode_ = Mode::kLocal;
     std::vector<Rule> rules_;
     std::vector<std::string> warnings_;
+    std::string managed_domains_only_;  // "origin:line" of allowManagedDomainsOnly
     SandboxSettings sandbox_;
     // index_[decision][kind]: the rules of that list that can match that kind of request, in
     // evaluation order, so a request never looks at rules about other capabilities.

@@ -1,5 +1,6 @@
 #include "policy/rule.h"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -27,6 +28,10 @@ constexpr std::array kSubjects = {
     SubjectName{"git.modify", Subject::kGitModify},
     SubjectName{"file.write.outsideProject", Subject::kFileWriteOutsideProject},
     SubjectName{"process.execute", Subject::kProcessExecute},
+    // Claude Code's WebFetch tool: we have none, but its domain rules say which hosts may be
+    // reached, which is what network.access decides. After "network.access", so that
+    // subject_name() names the capability.
+    SubjectName{"WebFetch", Subject::kNetworkAccess},
 };
 
 bool is_path_subject(Subject subject) {
@@ -113,26 +118,6 @@ std::string unknown_tool_warning(std::string_view name, std::string_view text) {
                        name);
 }
 
-Result<std::string> host_glob(std::string_view spec) {
-    // WebFetch's "domain:example.com" form is accepted too.
-    if (spec.starts_with("domain:")) {
-        spec.remove_prefix(7);
-    }
-    std::string out;
-    for (char c : spec) {
-        const char lower = c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
-        if (!((lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9') || lower == '.' ||
-              lower == '-' || lower == '_' || lower == '*')) {
-            return Error{Errc::kInvalidArgument,
-                         fmt::format("\"{}\" is not a host name or a host glob such as "
-                                     "\"*.github.com\"",
-                                     spec)};
-        }
-        out += lower;
-    }
-    return out;
-}
-
 Result<PathPattern> compile_path(std::string_view spec, const RuleAnchors& anchors) {
     if (spec.starts_with("//")) {
         return PathPattern::compile("/", spec.substr(2));
@@ -209,6 +194,22 @@ Result<std::optional<Rule>> Rule::parse(std::string_view text, Decision decision
         return std::optional<Rule>();
     }
 
+    if (name == "WebFetch"sv) {
+        // WebFetch(domain:HOST): Claude Code's form; another specifier is a URL pattern, which
+        // nothing of ours can check (the proxy sees hosts and ports, not URLs).
+        std::string_view inner = spec;
+        while (!inner.empty() && (inner.front() == ' ' || inner.front() == '\t')) {
+            inner.remove_prefix(1);
+        }
+        if (!inner.empty() && inner != "*" && !inner.starts_with("domain:")) {
+            warning = fmt::format(
+                "rule \"{}\": a WebFetch rule counts as network.access only in the "
+                "WebFetch(domain:HOST) form; ignored",
+                trimmed);
+            return std::optional<Rule>();
+        }
+    }
+
     Rule rule;
     rule.subject_ = known->subject;
     rule.decision_ = decision;
@@ -229,7 +230,9 @@ Result<std::optional<Rule>> Rule::parse(std::string_view text, Decision decision
         ASSIGN_OR_RETURN(PathPattern pattern, compile_path(rule.specifier_, anchors));
         rule.path_ = std::move(pattern);
     } else if (rule.subject_ == Subject::kNetworkAccess) {
-        ASSIGN_OR_RETURN(rule.glob_, host_glob(rule.specifier_));
+        ASSIGN_OR_RETURN(rule.host_, HostPattern::parse(rule.specifier_));
+        // "domain:*" is every host on every port: the whole capability.
+        rule.whole_ = rule.host_.kind() == HostPattern::Kind::kAny && rule.host_.port() == 0;
     } else if (rule.subject_ == Subject::kGitModify) {
         for (char c : rule.specifier_) {
             if (!((c >= 'a' && c <= 'z') || c == '-' || c == '*')) {
@@ -244,6 +247,17 @@ Result<std::optional<Rule>> Rule::parse(std::string_view text, Decision decision
         rule.command_ = CommandPattern::compile(rule.specifier_);
     }
     return std::optional<Rule>(std::move(rule));
+}
+
+Result<Rule> Rule::network_access(std::string_view domain, Decision decision) {
+    Rule rule;
+    rule.subject_ = Subject::kNetworkAccess;
+    rule.decision_ = decision;
+    rule.text_ = fmt::format("network.access({})", domain);
+    rule.specifier_ = domain;
+    ASSIGN_OR_RETURN(rule.host_, HostPattern::parse(domain));
+    rule.whole_ = rule.host_.kind() == HostPattern::Kind::kAny && rule.host_.port() == 0;
+    return rule;
 }
 
 bool Rule::covers(CapabilityKind kind) const {
@@ -286,6 +300,34 @@ bool Rule::command_matches(const CapabilityRequest& request) const {
            (request.full_command != request.command && command_.matches(request.full_command));
 }
 
+// A rule with a port decides connections to that port. A request whose port is not known (0:
+// a command's analysis, before anything connects) is matched by it only when the rule is an
+// allow and the request names a host: that host may be reached, and the allowlist proxy holds
+// each connection to the rule's port when it is made. A deny or ask limited to a port does not
+// refuse or question a whole command for a port it may never use; the proxy applies it to the
+// connection. An unknown host is never matched by a rule with a port, so that `*:443` is not
+// "the network, outright".
+bool Rule::network_matches(const CapabilityRequest& request) const {
+    if (whole_) {
+        return true;
+    }
+    const uint16_t port = host_.port();
+    if (port != 0 && request.port != port &&
+        (request.port != 0 || decision_ != Decision::kAllow || request.host.empty())) {
+        return false;
+    }
+    if (request.host.empty()) {
+        return host_.kind() == HostPattern::Kind::kAny;
+    }
+    // The proxy and the analysis give lower-case names; normalise anything else (case, a
+    // trailing dot, brackets, an IP literal's spelling) before comparing.
+    const std::string_view host = request.host;
+    const bool plain = std::none_of(host.begin(), host.end(),
+                                    [](char c) { return (c >= 'A' && c <= 'Z') || c == ':'; }) &&
+                       !host.ends_with('.') && !host.starts_with('[');
+    return plain ? host_.matches_host(host) : host_.matches_host(normalise_host(host));
+}
+
 bool Rule::matches(const CapabilityRequest& request, const PathView* path) const {
     if (!covers(request.kind)) {
         return false;
@@ -311,7 +353,7 @@ bool Rule::matches(const CapabilityRequest& request, const PathView* path) const
         case Subject::kProcessExecute:
             return command_matches(request);
         case Subject::kNetworkAccess:
-            return whole_ || (!request.host.empty() && wildcard_match(glob_, request.host));
+            return network_matches(request);
         case Subject::kGitModify:
             return whole_ || wildcard_match(glob_, request.subcommand);
     }

@@ -1,7 +1,8 @@
 // One permission rule: `Tool`, `Tool(specifier)` or a capability rule, in Claude Code's syntax,
 // compiled at load so that evaluation only runs matchers (docs/policy.md has the grammar).
 //   Read(./src/**)  Edit(//etc/**)  Bash(npm run test:*)  Process  network.access(*.npmjs.org)
-//   git.modify(push)  file.write.outsideProject(~/.cache/**)  process.execute(make:*)
+//   network.access(pypi.org:443)  WebFetch(domain:example.com)  git.modify(push)
+//   file.write.outsideProject(~/.cache/**)  process.execute(make:*)
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "policy/capability.h"
 #include "policy/command_pattern.h"
 #include "policy/decision.h"
+#include "policy/host_pattern.h"
 #include "policy/path_pattern.h"
 
 namespace stockade::policy {
@@ -26,7 +28,7 @@ enum class Subject : uint8_t {
     kGlob,     // file.read by the glob tool only
     kBash,     // process.execute by the bash tool
     kProcess,  // process.execute by process start; whole-tool rules also cover its other actions
-    kNetworkAccess,
+    kNetworkAccess,  // network.access(DOMAIN[:PORT]); also Claude Code's WebFetch(domain:HOST)
     kGitModify,
     kFileWriteOutsideProject,
     kProcessExecute,  // process.execute from bash or process
@@ -44,10 +46,15 @@ struct RuleAnchors {
 class Rule {
 public:
     // Parses `text`. Malformed text (unbalanced parentheses, a bad specifier) is an error; a
-    // well-formed rule for a tool we do not have (WebFetch, mcp__x) is std::nullopt with
-    // `warning` set.
+    // well-formed rule for a tool we do not have (WebSearch, mcp__x) is std::nullopt with
+    // `warning` set. `WebFetch` and `WebFetch(domain:HOST)` are network.access rules (any host /
+    // HOST); another WebFetch specifier (a URL) is a warning.
     static Result<std::optional<Rule>> parse(std::string_view text, Decision decision,
                                              const RuleAnchors& anchors, std::string& warning);
+    // The network.access rule for one entry of sandbox.network.allowedDomains / deniedDomains
+    // (or a network preset): `domain` is a HostPattern specifier; the rule's text is
+    // "network.access(<domain>)".
+    static Result<Rule> network_access(std::string_view domain, Decision decision);
 
     // `path` is the request's PathView when it has a path, else nullptr.
     [[nodiscard]] bool matches(const CapabilityRequest& request, const PathView* path) const;
@@ -70,6 +77,7 @@ public:
 private:
     Rule() = default;
     [[nodiscard]] bool command_matches(const CapabilityRequest& request) const;
+    [[nodiscard]] bool network_matches(const CapabilityRequest& request) const;
 
     Subject subject_ = Subject::kRead;
     Decision decision_ = Decision::kDeny;
@@ -78,7 +86,8 @@ private:
     bool whole_ = true;
     std::optional<PathPattern> path_;
     CommandPattern command_;
-    std::string glob_;  // host or git subcommand wildcard
+    HostPattern host_;  // network.access
+    std::string glob_;  // git subcommand wildcard
 };
 
 }  // namespace stockade::policy

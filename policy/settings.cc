@@ -110,7 +110,7 @@ public:
             return error_at(quoted_token_offset(text, e.what()),
                             "invalid JSON: " + parse_error_text(e));
         }
-        where_ = locate_values(text, 4);  // deep enough for /sandbox/filesystem/allowRead/0
+        where_ = locate_values(text, 4);  // deep enough for /sandbox/network/allowedDomains/0
         if (!doc.is_object()) {
             return error_at(offset(""), fmt::format("expected a JSON object at the top level, "
                                                     "got {}",
@@ -224,11 +224,81 @@ private:
                                         "runs in the sandbox; ignored",
                                         key));
             } else if (key == "network") {
-                warn(child,
-                     "\"sandbox.network\" is not used yet: the sandbox's network is chosen with "
-                     "--network (none or host); ignored");
+                RETURN_IF_ERROR(parse_network(value, child));
             } else {
                 warn(child, fmt::format("\"sandbox.{}\" is not used by stockade; ignored", key));
+            }
+        }
+        return ok_status();
+    }
+
+    // sandbox.network: allowedDomains and deniedDomains become network.access allow and deny
+    // rules of this file's layer; allowManagedDomainsOnly (managed layer only) locks the allowed
+    // hosts to the managed file's; the rest of Claude Code's keys describe its own proxy and
+    // sandbox and are warnings.
+    Status parse_network(const json& network, const std::string& pointer) {
+        if (!network.is_object()) {
+            return error_at(offset(pointer), fmt::format("\"sandbox.network\" must be an "
+                                                         "object, got {}",
+                                                         network.type_name()));
+        }
+        for (const auto& item : network.items()) {
+            const std::string key = item.key();
+            const json& value = item.value();
+            const std::string child = json_pointer_append(pointer, key);
+            if (key == "allowedDomains" || key == "deniedDomains") {
+                const Decision decision =
+                    key == "allowedDomains" ? Decision::kAllow : Decision::kDeny;
+                RETURN_IF_ERROR(parse_strings(
+                    value, child, "sandbox.network." + key,
+                    [&](const std::string& v, const std::string& at) -> Status {
+                        auto rule = Rule::network_access(v, decision);
+                        if (!rule) {
+                            return error_at(offset(at), fmt::format("sandbox.network.{}: {}", key,
+                                                                    rule.error().message));
+                        }
+                        rule->layer = source_.layer;
+                        rule->origin = fmt::format("{}:{}", source_.origin, line_of(at));
+                        out_.rules.push_back(std::move(*rule));
+                        return ok_status();
+                    }));
+            } else if (key == "allowManagedDomainsOnly") {
+                if (!value.is_boolean()) {
+                    return error_at(offset(child),
+                                    fmt::format("\"sandbox.network.allowManagedDomainsOnly\" "
+                                                "must be true or false, got {}",
+                                                value.type_name()));
+                }
+                if (source_.layer != Layer::kManaged) {
+                    warn(child,
+                         "\"sandbox.network.allowManagedDomainsOnly\" counts only in the managed "
+                         "settings file; ignored");
+                } else if (value.get<bool>()) {
+                    out_.managed_domains_only = true;
+                    out_.managed_domains_only_origin =
+                        fmt::format("{}:{}", source_.origin, line_of(child));
+                }
+            } else if (key == "allowUnixSockets" || key == "allowAllUnixSockets") {
+                warn(child, fmt::format("\"sandbox.network.{}\" is ignored: a host socket is "
+                                        "reachable in the sandbox only when its path is mounted "
+                                        "(--rw, sandbox.filesystem.allowWrite)",
+                                        key));
+            } else if (key == "allowLocalBinding") {
+                warn(child,
+                     "\"sandbox.network.allowLocalBinding\" is ignored: commands may always "
+                     "listen on the sandbox's loopback, which is its own (not the host's) unless "
+                     "--network host");
+            } else if (key == "httpProxyPort" || key == "socksProxyPort") {
+                warn(child, fmt::format("\"sandbox.network.{}\" is ignored: with --network "
+                                        "allowlist stockade's own proxy decides each connection by "
+                                        "the network.access rules; another proxy cannot take its "
+                                        "place",
+                                        key));
+            } else if (key == "allowMachLookup") {
+                warn(child, "\"sandbox.network.allowMachLookup\" is for macOS; ignored");
+            } else {
+                warn(child,
+                     fmt::format("\"sandbox.network.{}\" is not used by stockade; ignored", key));
             }
         }
         return ok_status();

@@ -3,6 +3,8 @@
 //                    "defaultMode": "acceptEdits"},
 //    "sandbox": {"filesystem": {"allowRead": ["~/.cargo"], "allowWrite": ["~/.cache/pip"],
 //                               "denyRead": ["./secrets"], "denyWrite": ["./vendor"]},
+//                "network": {"allowedDomains": ["pypi.org", "*.npmjs.org:443"],
+//                            "deniedDomains": ["evil.example"]},
 //                "env": ["CARGO_HOME", "MODE=fast"]}}
 // "permissions" and "sandbox" mean something to us; other keys (env, hooks, model, ...) are
 // reported as warnings and ignored, as are rules for tools we do not have. In
@@ -10,7 +12,9 @@
 // read-write, like --ro/--rw), denyRead/denyWrite hide or freeze paths (like Read/Edit deny
 // rules); their paths are anchored as in Claude Code: "//x" absolute, "~/x" the home, "/x" the
 // settings directory, "x" and "./x" the workspace. "sandbox.env" (ours) passes or sets
-// variables, like --env. A malformed file is an error
+// variables, like --env. sandbox.network.allowedDomains/deniedDomains are network.access
+// allow/deny rules of the file's layer; allowManagedDomainsOnly (in the managed file) makes the
+// managed layer's the only network allow rules. A malformed file is an error
 // that names the origin, the line and column, and what is wrong. The caller reads the file:
 // this module makes no syscalls.
 #pragma once
@@ -56,6 +60,9 @@ struct Settings {
     std::vector<std::string> warnings{};  // "origin:line: what was ignored and why"
     std::optional<Preset> preset{};       // from permissions.defaultMode
     std::string preset_origin{};          // "origin:line" of that defaultMode
+    // sandbox.network.allowManagedDomainsOnly: true, in a managed file (elsewhere a warning).
+    bool managed_domains_only = false;
+    std::string managed_domains_only_origin{};  // "origin:line"
 };
 
 // The directory a settings file's "/x" rules are relative to: `base_dir` when set; else the

@@ -105,6 +105,9 @@ void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
     app.add_option("--allow", p.allow, "An allow rule, e.g. 'Bash(npm run test:*)' (repeatable)");
     app.add_option("--ask", p.ask, "An ask rule (repeatable)");
     app.add_option("--deny", p.deny, "A deny rule, e.g. 'Read(./.env)' (repeatable)");
+    app.add_option("--allow-preset", p.allow_presets,
+                   "Allow the hosts of a network preset: registries (npm, PyPI, crates.io, Go, "
+                   "Debian, GitHub) (repeatable)");
     app.add_option("--ask-fallback", p.ask_fallback,
                    "When the client cannot ask the user (no elicitation): deny (default) or allow");
     app.add_flag("--no-user-settings", p.no_user_settings,
@@ -185,14 +188,17 @@ int main(int argc, char** argv) {
     check->add_option("--workspace", check_options.workspace,
                       "Workspace that ./x rules refer to (default: the current directory)");
     stockade::runner::PolicyExplainOptions explain_options;
-    CLI::App* explain = policy->add_subcommand("explain",
-                                               "How the policy decides one call: stockade policy "
-                                               "explain bash '{\"command\": \"curl x\"}'");
+    CLI::App* explain = policy->add_subcommand(
+        "explain",
+        "How the policy decides one call: stockade policy explain bash '{\"command\": \"curl "
+        "x\"}'; or one connection: stockade policy explain network pypi.org:443");
     explain
-        ->add_option("tool", explain_options.tool, "read, write, edit, grep, glob, bash or process")
+        ->add_option("tool", explain_options.tool,
+                     "read, write, edit, grep, glob, bash or process; or network")
         ->required();
     explain
-        ->add_option("arguments", explain_options.arguments, "The call's arguments, a JSON object")
+        ->add_option("arguments", explain_options.arguments,
+                     "The call's arguments, a JSON object; for network, HOST[:PORT]")
         ->required();
     explain->add_option("--workspace", explain_options.workspace,
                         "Project directory (default: the current directory)");

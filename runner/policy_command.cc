@@ -84,11 +84,57 @@ int policy_check_command(const PolicyCheckOptions& options) {
     return 0;
 }
 
+namespace {
+
+int exit_status(policy::Decision decision) {
+    switch (decision) {
+        case policy::Decision::kAllow:
+            return 0;
+        case policy::Decision::kAsk:
+            return kExitAsk;
+        case policy::Decision::kDeny:
+            return kExitDenied;
+    }
+    return kExitDenied;
+}
+
+// `stockade policy explain network HOST[:PORT]`: the decision the allowlist proxy would get for
+// a connection to HOST on PORT.
+int explain_network(const PolicyExplainOptions& options, const std::string& ws) {
+    auto request = policy::connection_request(options.arguments);
+    if (!request) {
+        fmt::print(stderr, "stockade policy explain network: {}\n", request.error().message);
+        return kExitUsage;
+    }
+    std::vector<std::string> warnings;
+    auto loaded = load_policy(options.policy, ws, warnings);
+    if (!loaded) {
+        fmt::print(stderr, "stockade policy explain: {}\n", loaded.error().message);
+        return kExitUsage;
+    }
+    for (const auto& warning : warnings) {
+        fmt::print(stderr, "warning: {}\n", warning);
+    }
+    const policy::ConnectionExplanation explained = policy::explain_connection(*loaded, *request);
+    if (options.json) {
+        fmt::print("{}\n", policy::connection_json(explained).dump(
+                               2, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+        fmt::print("{}", policy::connection_text(explained));
+    }
+    return exit_status(explained.outcome.decision);
+}
+
+}  // namespace
+
 int policy_explain_command(const PolicyExplainOptions& options) {
     auto ws = absolute_workspace(options.workspace);
     if (!ws) {
         fmt::print(stderr, "stockade policy explain: {}\n", ws.error().message);
         return kExitUsage;
+    }
+    if (options.tool == "network") {
+        return explain_network(options, *ws);
     }
     nlohmann::json args = nlohmann::json::parse(options.arguments, nullptr, false);
     if (args.is_discarded() || !args.is_object()) {
@@ -111,7 +157,7 @@ int policy_explain_command(const PolicyExplainOptions& options) {
     if (tool == nullptr) {
         fmt::print(stderr,
                    "stockade policy explain: no tool \"{}\": read, write, edit, grep, "
-                   "glob, bash or process\n",
+                   "glob, bash or process (or network HOST[:PORT] for a connection)\n",
                    options.tool);
         return kExitUsage;
     }
@@ -131,15 +177,7 @@ int policy_explain_command(const PolicyExplainOptions& options) {
     } else {
         fmt::print("{}", policy::explain_text(*explained));
     }
-    switch (explained->decision.decision) {
-        case policy::Decision::kAllow:
-            return 0;
-        case policy::Decision::kAsk:
-            return kExitAsk;
-        case policy::Decision::kDeny:
-            return kExitDenied;
-    }
-    return kExitDenied;
+    return exit_status(explained->decision.decision);
 }
 
 }  // namespace stockade::runner

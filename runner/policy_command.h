@@ -1,4 +1,5 @@
-// `stockade policy check FILE...` and `stockade policy explain [flags] TOOL 'JSON'`.
+// `stockade policy check FILE...`, `stockade policy explain [flags] TOOL 'JSON'` and
+// `stockade policy explain [flags] network HOST[:PORT]`.
 #pragma once
 
 #include <string>
@@ -19,12 +20,13 @@ int policy_check_command(const PolicyCheckOptions& options);
 struct PolicyExplainOptions {
     PolicyFlags policy{};
     std::string workspace{};
-    std::string tool{};
-    std::string arguments{};  // JSON object text
+    std::string tool{};       // a tool's name, or "network"
+    std::string arguments{};  // JSON object text; for "network", HOST[:PORT]
     bool json = false;
 };
 // Prints the call's capability requests, how each was decided (rule and origin, or the
-// default), the decision and the destructive warnings. Exit 0 allow, 1 deny, 3 ask, 2 usage.
+// default), the decision and the destructive warnings; for "network", the decision for one
+// connection, its rule, origin and layer. Exit 0 allow, 1 deny, 3 ask, 2 usage.
 int policy_explain_command(const PolicyExplainOptions& options);
 
 }  // namespace stockade::runner

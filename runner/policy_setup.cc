@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/syscall.h"
+#include "policy/network_preset.h"
 #include "workspace/open_beneath.h"
 
 namespace stockade::runner {
@@ -154,6 +155,18 @@ Result<policy::Policy> load_policy(const PolicyFlags& flags, const std::string& 
                                      flags.preset)};
         }
         options.preset = *preset;
+    }
+    for (const std::string& name : flags.allow_presets) {
+        if (!policy::network_preset(name)) {
+            std::string known;
+            for (std::string_view n : policy::network_preset_names()) {
+                known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
+            }
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("--allow-preset \"{}\": no such network preset (known: {})",
+                                     name, known)};
+        }
+        options.allow_presets.push_back(name);
     }
     if (!flags.ask_fallback.empty() && flags.ask_fallback != "deny" &&
         flags.ask_fallback != "allow") {

@@ -2,7 +2,7 @@
 // every layer, read here (the policy module makes no syscalls), and the command line.
 //   managed       /etc/stockade/settings.json ($STOCKADE_MANAGED_SETTINGS overrides the path)
 //   command line  --policy FILE (repeatable; a Claude Code settings file works unchanged),
-//                 --allow/--ask/--deny RULE
+//                 --allow/--ask/--deny RULE, --allow-preset NAME (network presets)
 //   project       <workspace>/.stockade/settings.json, opened beneath the workspace: a symlink
 //                 out of it is refused, since the repository is not trusted
 //   user          $XDG_CONFIG_HOME/stockade/settings.json, else ~/.config/stockade/settings.json
@@ -21,8 +21,10 @@ struct PolicyFlags {
     std::vector<std::string> allow{};  // --allow RULE
     std::vector<std::string> ask{};
     std::vector<std::string> deny{};
-    std::string mode{};             // --mode ci|local|hosted; empty: local
-    std::string preset{};           // --preset read-only|workspace-write|danger-full-access
+    std::string mode{};    // --mode ci|local|hosted; empty: local
+    std::string preset{};  // --preset read-only|workspace-write|danger-full-access
+    // --allow-preset NAME (repeatable): a network preset's allow rules (policy/network_preset.h)
+    std::vector<std::string> allow_presets{};
     bool no_user_settings = false;  // --no-user-settings: ignore the user layer (tests, CI)
     // --ask-fallback: what an ask becomes when the client cannot put it to the user (local
     // mode; ci and hosted already turn every ask into a deny). "deny" (default) or "allow".

@@ -76,6 +76,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MalformedCase{"Ba sh(ls)", "is not a tool name"},
                       MalformedCase{"Read(../outside)", "\"..\" is not allowed"},
                       MalformedCase{"network.access(https://x.io/)", "not a host name"},
+                      MalformedCase{"network.access(*github*)", "a host pattern is \"*\""},
+                      MalformedCase{"WebFetch(domain:x.io:0)", "the port must be a number"},
                       MalformedCase{"git.modify(Push!)", "not a git subcommand"}));
 
 TEST(RuleParseTest, ParenthesesInQuotesNeedNotBalance) {
@@ -88,9 +90,12 @@ TEST(RuleParseTest, UnknownToolsAreWarningsNotErrors) {
         const char* warning;
     };
     for (const Case& c :
-         {Case{"WebFetch(domain:example.com)",
+         {Case{"WebSearch",
                "names a tool stockade does not "
-               "have (\"WebFetch\")"},
+               "have (\"WebSearch\")"},
+          Case{"WebFetch(https://example.com/docs/*)",
+               "counts as network.access only in the WebFetch(domain:HOST) form"},
+          Case{"webfetch(domain:x.io)", "did you mean \"WebFetch\"?"},
           Case{"bash(ls)", "did you mean \"Bash\"?"}, Case{"READ(./x)", "did you mean \"Read\"?"},
           Case{"mcp__github__create_issue", "MCP server's tool"}}) {
         std::string warning;

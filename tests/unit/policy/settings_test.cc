@@ -139,7 +139,7 @@ TEST(SettingsTest, DeepNestingIsRejectedBeforeParsing) {
 TEST(SettingsTest, UnknownPermissionKeysAndToolsAreWarnings) {
     auto settings = parse(R"json({
   "permissions": {
-    "allow": ["WebFetch(domain:docs.example.com)", "Read(./docs/**)"],
+    "allow": ["WebSearch", "Read(./docs/**)"],
     "additionalDirectories": ["../shared"],
     "disableBypassPermissionsMode": "disable",
     "defaultMode": "yolo"
@@ -159,7 +159,7 @@ TEST(SettingsTest, UnknownPermissionKeysAndToolsAreWarnings) {
                               "stockade preset"),
                     HasSubstr("settings.json:5: \"permissions.disableBypassPermissionsMode\" is "
                               "not used"),
-                    HasSubstr("settings.json:3: rule \"WebFetch(domain:docs.example.com)\" names "
+                    HasSubstr("settings.json:3: rule \"WebSearch\" names "
                               "a tool stockade does not have")));
 }
 
@@ -259,7 +259,9 @@ TEST(SettingsTest, TheSandboxBlockMountsProtectsAndSetsVariablesWithClaudeCodesA
         warnings += w + "\n";
     }
     EXPECT_THAT(warnings, HasSubstr("\"sandbox.enabled\" does not apply"));
-    EXPECT_THAT(warnings, HasSubstr("\"sandbox.network\" is not used yet"));
+    EXPECT_THAT(warnings, Not(HasSubstr("sandbox.network")));
+    ASSERT_EQ(settings->rules.size(), 1U);
+    EXPECT_EQ(settings->rules[0].text(), "network.access(pypi.org)");
     EXPECT_THAT(warnings, Not(HasSubstr("no \"permissions\" object")));
 }
 
