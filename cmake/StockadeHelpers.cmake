@@ -21,14 +21,16 @@ function(stockade_apply_flags target)
 endfunction()
 
 # The dependency rule (DESIGN.md §2): common <- policy, workspace, sandbox <- tools <- runner;
-# images uses sandbox. STOCKADE_MAY_USE_<module> lists the modules whose headers it may include.
+# images uses sandbox; network (the sandboxes' proxy) uses common. STOCKADE_MAY_USE_<module>
+# lists the modules whose headers it may include.
 set(STOCKADE_MAY_USE_common "")
+set(STOCKADE_MAY_USE_network common)
 set(STOCKADE_MAY_USE_policy common)
 set(STOCKADE_MAY_USE_workspace common)
 set(STOCKADE_MAY_USE_sandbox common)
 set(STOCKADE_MAY_USE_images sandbox common)
 set(STOCKADE_MAY_USE_tools policy workspace sandbox common)
-set(STOCKADE_MAY_USE_runner tools images policy workspace sandbox common)
+set(STOCKADE_MAY_USE_runner tools images policy workspace sandbox network common)
 
 # stockade_include_view(module OUT_DIR): a directory holding a link to the module's own folder
 # and to each folder it may use, and nothing else. A module compiles with its view, not the

@@ -8,8 +8,8 @@
 namespace stockade::log {
 
 namespace {
-constexpr std::string_view kModules[] = {"runner", "exec",  "sandbox",
-                                         "policy", "tools", "workspace"};
+constexpr std::string_view kModules[] = {"runner", "exec",      "sandbox", "policy",
+                                         "tools",  "workspace", "network"};
 }
 
 void init(std::string_view default_level) {

@@ -171,7 +171,8 @@ std::optional<tools::ToolResult> Executor::decide(const std::string& name,
     EventSink& events = parts_.events;
     const policy::Policy& policy = parts_.policy;
     std::erase_if(requests, [&](const policy::CapabilityRequest& r) {
-        return parts_.grants.has(grant_key(r));
+        return parts_.grants.has(grant_key(r)) ||
+               (parts_.network_at_connect && r.kind == policy::CapabilityKind::kNetworkAccess);
     });
     const policy::CallDecision decision = policy.evaluate(requests);
     events.record("ToolDecided", decided_event(call_id, name, decision),

@@ -51,7 +51,10 @@ struct ExecutorParts {
     tools::ToolContext context;
     // Where calls run: the workspace root and whether its loopback is the session's own.
     policy::RequestContext where;
-    bool host_network = false;        // the sandbox has the host's network (--network host)
+    bool host_network = false;  // the sandbox has the host's network (--network host)
+    // --network allowlist: the proxy decides each connection when it is made, so the
+    // network.access a command implies is not asked about before it runs.
+    bool network_at_connect = false;
     bool ask_fallback_allow = false;  // --ask-fallback allow
     // A note for the model after the call's own output, once (the worker died since the last
     // call, ...); may be empty.

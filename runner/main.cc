@@ -30,6 +30,24 @@ void add_mount_options(CLI::App& app, stockade::runner::RunOptions& o) {
                    "else is dropped)");
 }
 
+// --network and --resolve, for run, serve and call alike.
+void add_network_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    app.add_option("--network", o.network,
+                   "none (an empty network namespace, loopback up), allowlist (only through "
+                   "Stockade's proxy, to the hosts the rules allow) or host")
+        ->capture_default_str();
+    app.add_option("--resolve", o.resolve,
+                   "--network allowlist: connect NAME[:PORT] to ADDRESS[:PORT] instead of "
+                   "resolving it; the only way to reach a private or loopback address "
+                   "(repeatable)");
+    app.add_option("--network-connections", o.network_connections,
+                   "--network allowlist: connections open at once through the proxy (default "
+                   "256; more are refused)");
+    app.add_option("--network-rate", o.network_rate,
+                   "--network allowlist: bytes per second through the proxy, all connections "
+                   "together, e.g. 10M (default: no bound)");
+}
+
 void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
     run.add_option("--workspace", o.workspace,
                    "Project directory, mounted read-write at the same path (default: the current "
@@ -44,8 +62,21 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
     run.add_flag("--writable-git", o.writable_git,
                  "Let the command change .git/config and .git/hooks (read-only by default: a "
                  "hook planted there would run with your next git command, outside the sandbox)");
-    run.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
-        ->capture_default_str();
+    add_network_options(run, o);
+    run.add_option("--policy", o.network_policy.files,
+                   "--network allowlist: a settings file whose network rules apply "
+                   "(sandbox.network.allowedDomains, network.access(...); repeatable)");
+    run.add_option("--allow", o.network_policy.allow,
+                   "--network allowlist: an allow rule, e.g. 'network.access(*.npmjs.org)' "
+                   "(repeatable)");
+    run.add_option("--deny", o.network_policy.deny,
+                   "--network allowlist: a deny rule, e.g. 'network.access(evil.example)' "
+                   "(repeatable)");
+    run.add_option("--allow-preset", o.network_policy.allow_presets,
+                   "--network allowlist: allow a named list of hosts, e.g. registries (the "
+                   "package registries and code hosts; repeatable)");
+    run.add_flag("--no-user-settings", o.network_policy.no_user_settings,
+                 "--network allowlist: ignore ~/.claude/settings.json");
     run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");
     run.add_option("--pids", o.pids, "Maximum number of processes and threads");
     run.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
@@ -70,8 +101,7 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
 }
 
 void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
-    app.add_option("--network", o.network, "none (empty network namespace, loopback up) or host")
-        ->capture_default_str();
+    add_network_options(app, o);
     app.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
         ->capture_default_str();
     app.add_option("--memory", o.memory, "Memory limit of the session's sandbox, e.g. 2G");

@@ -35,7 +35,7 @@ std::string network_restart(const policy::RequestOutcome& outcome, bool sandbox_
         return "";
     }
     return ", and this session's sandbox has no network at all: nothing can connect until the "
-           "operator restarts Stockade with --network host";
+           "operator restarts Stockade with --network allowlist (or host)";
 }
 
 // How the user could let an asked request through: an ask rule wins over any allow rule, so
@@ -154,7 +154,7 @@ std::string network_note(const policy::CallDecision& decision, bool sandbox_netw
                 "Note: the policy allows {}, but this session's sandbox has no network: only "
                 "its own loopback (127.0.0.1) answers, and every other connection fails. If the "
                 "task needs the network, say so in your answer: the operator must restart "
-                "Stockade with --network host.",
+                "Stockade with --network allowlist (or host).",
                 describe_action(outcome.request));
         }
     }

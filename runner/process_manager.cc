@@ -21,6 +21,7 @@
 #include "common/syscall.h"
 #include "runner/byte_ring.h"
 #include "runner/line_index.h"
+#include "runner/sandbox_network.h"
 #include "tools/text.h"
 
 namespace stockade::runner {
@@ -55,6 +56,7 @@ struct ProcessManagerImpl::Proc {
     std::string cwd;
     std::string log_path;
     std::string call_id;
+    std::string network_tag;  // its proxy credentials' tag; "" without a proxy
     bool pty = false;
     std::chrono::system_clock::time_point started_wall{};
     Clock::time_point started{};
@@ -219,10 +221,19 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
             log_dir_made_.store(true, std::memory_order_release);
         }
     }
+    // Its connections through the proxy carry a tag of its own, that it keeps when adopted.
+    std::string network_tag;
+    std::vector<std::string> env = request.env;
+    if (config_.network != nullptr) {
+        network_tag = fmt::format("c{}", next_tag_.fetch_add(1, std::memory_order_relaxed));
+        config_.network->command_started(network_tag, request.call_id);
+        std::vector<std::string> proxy = config_.network->command_env(network_tag);
+        env.insert(env.begin(), proxy.begin(), proxy.end());  // the request's own come later
+    }
     ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned,
                      spawner_.spawn(workspace::SpawnRequest{.argv = request.argv,
                                                             .cwd = request.cwd,
-                                                            .env = request.env,
+                                                            .env = std::move(env),
                                                             .pty = request.pty,
                                                             .interactive = request.interactive,
                                                             .rows = 50,
@@ -240,6 +251,7 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
     p->command = request.command;
     p->cwd = request.cwd_display;
     p->call_id = request.call_id;
+    p->network_tag = std::move(network_tag);
     p->pty = request.pty;
     p->started_wall = std::chrono::system_clock::now();
     p->started = Clock::now();
@@ -473,6 +485,9 @@ void ProcessManagerImpl::on_status(Proc& p, std::optional<workspace::ExitReport>
         }
         p.input.reset();
         p.pidfd.reset();
+        if (config_.network != nullptr && !p.network_tag.empty()) {
+            config_.network->command_ended(p.network_tag);
+        }
         fields = {
             {"id", p.id},
             {"pid", p.pid},
@@ -538,6 +553,9 @@ tools::ProcessInfo ProcessManagerImpl::info_locked(const Proc& p) const {
         .log_dropped = p.log_dropped,
         .leftovers = p.leftovers.count,
         .leftover_names = p.leftovers.names,
+        .network_refused = config_.network != nullptr && !p.network_tag.empty()
+                               ? config_.network->refusals(p.network_tag)
+                               : std::vector<tools::NetworkRefusal>{},
     };
 }
 

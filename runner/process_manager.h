@@ -34,6 +34,8 @@
 
 namespace stockade::runner {
 
+class SandboxNetwork;
+
 struct ProcessManagerConfig {
     // Created (0755) when missing; logs are 0644 so the sandbox user can read them. With
     // `log_parent_fd` (the directory that holds log_dir; it outlives the manager) the logs are
@@ -53,6 +55,9 @@ struct ProcessManagerConfig {
     // The session's output budget, which the logs share with its spilled results (may be null:
     // only log_cap_bytes bounds a log).
     OutputBudget* budget = nullptr;
+    // Network mode allowlist: each command's proxy settings, and what the proxy refused it
+    // (may be null: no proxy).
+    SandboxNetwork* network = nullptr;
 };
 
 class ProcessManagerImpl final : public tools::ProcessManager {
@@ -141,6 +146,7 @@ private:
     std::vector<std::string> order_;                      // public ids in start order
     int next_public_ = 1;                                 // guarded by mu_
     int next_foreground_ = 1;                             // guarded by mu_
+    std::atomic<uint64_t> next_tag_{1};  // of each command's network tag ("c1", ...)
 
     std::unique_ptr<Reader> reader_;  // the Asio thread
 };

@@ -22,9 +22,11 @@
 #include "runner/isolation.h"
 #include "runner/policy_enforcement.h"
 #include "runner/private_tmp.h"
+#include "runner/sandbox_network.h"
 #include "runner/terminal.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/launcher.h"
+#include "tools/process_output.h"
 
 namespace stockade::runner {
 namespace {
@@ -276,9 +278,42 @@ Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerCon
         config.network = NetworkMode::kNone;
     } else if (flags.network == "host") {
         config.network = NetworkMode::kHost;
+    } else if (flags.network == "allowlist") {
+        config.network = NetworkMode::kAllowlist;
     } else {
+        return usage(fmt::format("--network \"{}\" is not a mode: use none, allowlist or host",
+                                 flags.network));
+    }
+    for (const auto& text : flags.resolve) {
+        auto pin = network::parse_resolve_pin(text);
+        if (!pin) {
+            return usage(fmt::format("--resolve \"{}\": {}", text, pin.error().message));
+        }
+        config.network_pins.push_back(std::move(pin).value());
+    }
+    if (!config.network_pins.empty() && config.network != NetworkMode::kAllowlist) {
+        return usage("--resolve pins names for the proxy of --network allowlist; add that flag");
+    }
+    if (!flags.network_connections.empty()) {
+        auto n = parse_uint(flags.network_connections, 1, 65536);
+        if (!n) {
+            return usage(fmt::format("--network-connections: {}", n.error().message));
+        }
+        config.network_max_connections = static_cast<size_t>(*n);
+    }
+    if (!flags.network_rate.empty()) {
+        auto rate = parse_size(flags.network_rate);
+        if (!rate || *rate == 0) {
+            return usage(fmt::format("--network-rate: {}",
+                                     rate ? "must be more than 0" : rate.error().message));
+        }
+        config.network_bytes_per_second = *rate;
+    }
+    if ((!flags.network_connections.empty() || !flags.network_rate.empty()) &&
+        config.network != NetworkMode::kAllowlist) {
         return usage(
-            fmt::format("--network \"{}\" is not a mode: use none or host", flags.network));
+            "--network-connections and --network-rate bound the proxy of --network allowlist; "
+            "add that flag");
     }
     auto checked = [](const std::string& flag, auto result) -> decltype(result) {
         if (!result) {
@@ -419,6 +454,35 @@ int run_command(const RunOptions& flags) {
         return kExitUnavailable;
     }
 
+    // --network allowlist: the proxy and the rules it decides by, before anything runs. A
+    // proxy that cannot start ends the run: never a silent fall back to no network or the host's.
+    std::unique_ptr<policy::Policy> network_policy;
+    std::unique_ptr<SandboxNetwork> network;
+    if (config.network == NetworkMode::kAllowlist) {
+        PolicyFlags rules = flags.network_policy;
+        rules.mode = "ci";  // nobody to ask: what no rule allows is refused
+        std::vector<std::string> warnings;
+        auto loaded = load_policy(rules, config.workspace, warnings);
+        if (!loaded) {
+            fmt::print(stderr, "stockade run: {}\n", loaded.error().message);
+            return kExitUsage;
+        }
+        for (const std::string& warning : warnings) {
+            fmt::print(stderr, "stockade run: warning: policy: {}\n", warning);
+        }
+        network_policy = std::make_unique<policy::Policy>(std::move(loaded).value());
+        auto started = SandboxNetwork::start(
+            SandboxNetworkConfig{.policy = network_policy.get(),
+                                 .pins = config.network_pins,
+                                 .max_connections = config.network_max_connections,
+                                 .bytes_per_second = config.network_bytes_per_second});
+        if (!started) {
+            fmt::print(stderr, "stockade run: {}\n", started.error().message);
+            return kExitSetupFailed;
+        }
+        network = std::move(started).value();
+    }
+
     // Signals we relay are blocked before the sandbox exists, so none is lost in between; the
     // child restores its own mask.
     sigset_t handled;
@@ -457,11 +521,29 @@ int run_command(const RunOptions& flags) {
                        "sandbox (development only)\n");
         }
 
+        if (network) {
+            for (const std::string& entry : network->command_env("run")) {
+                const size_t eq = entry.find('=');
+                set_env(spec.env, entry.substr(0, eq), entry.substr(eq + 1));
+            }
+        }
+
         auto box = sandbox::launch(spec, resolved->cgroups);
         if (box) {
             SPDLOG_LOGGER_DEBUG(log, "sandbox started pid={} level={}", box->pid(),
                                 sandbox::isolation_name(spec.isolation));
-            return supervise(*box, spec);
+            if (network) {
+                network->serve(std::move(box->proxy_listener()));
+            }
+            const int status = supervise(*box, spec);
+            if (network) {
+                // What the command could not reach, where the person or job running it sees it.
+                if (const std::string line = tools::network_refusals_line(network->all_refusals());
+                    !line.empty()) {
+                    fmt::print(stderr, "stockade run: {}\n", line);
+                }
+            }
+            return status;
         }
         if (!probed) {
             // Nothing ran yet (a failed launch stops before the command). Probe for real.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "runner/policy_setup.h"
 #include "runner/sandbox_config.h"
 #include "sandbox/spec.h"
 
@@ -30,6 +31,12 @@ struct RunOptions {
     std::vector<std::string> env;
     std::string git_identity;  // serve/call: --git-identity "Name <email>"
     std::string network = "none";
+    std::vector<std::string> resolve;  // --resolve NAME[:PORT]=ADDRESS[:PORT]
+    std::string network_connections;   // --network-connections N
+    std::string network_rate;          // --network-rate SIZE (bytes per second)
+    // `stockade run --network allowlist`: the rules that decide its connections (--policy,
+    // --allow, --deny, --allow-preset and the settings files, as for serve; in mode ci).
+    PolicyFlags network_policy{};
     std::string memory;
     std::string pids;
     std::string cpu;

@@ -19,6 +19,7 @@
 
 #include "common/result.h"
 #include "images/image.h"
+#include "network/address.h"
 #include "sandbox/spec.h"
 
 namespace stockade::runner {
@@ -103,6 +104,11 @@ struct SandboxConfig {
     // LOGNAME, SHELL, LANG, and TERM with a terminal): "NAME=VALUE", a later one winning.
     std::vector<std::string> env{};
     sandbox::NetworkMode network = sandbox::NetworkMode::kNone;
+    // --resolve NAME[:PORT]=ADDRESS[:PORT] (network allowlist): names the proxy connects to
+    // where the operator says, private and loopback addresses included.
+    std::vector<::stockade::network::ResolvePin> network_pins{};
+    size_t network_max_connections = 256;   // --network-connections: open at once
+    uint64_t network_bytes_per_second = 0;  // --network-rate: all connections together; 0 none
     sandbox::Isolation isolation = sandbox::Isolation::kAuto;  // as asked for
     SandboxLimits limits{};
     // Privileged callers: the host ids the sandbox user maps to (default kDefaultHostUid/Gid).

@@ -147,7 +147,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     env.insert(env.end(), worker.env.begin(), worker.env.end());  // --env wins over them
     worker.env = std::move(env);
     worker.network = session_network(*session->policy_, worker.network);
-    session->network_ = worker.network;
+    session->network_mode_ = worker.network;
 
     // A privileged supervisor gives the session a host uid of its own: the kernel's per-user
     // counts that its sandbox draws on are then never another session's.
@@ -205,11 +205,25 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         apply_enforcement(now, again);
         return again;
     };
+    std::function<void(UniqueFd)> on_proxy_listener;
+    if (worker.network == sandbox::NetworkMode::kAllowlist) {
+        ASSIGN_OR_RETURN(session->network_,
+                         SandboxNetwork::start(SandboxNetworkConfig{
+                             .policy = session->policy_.get(),
+                             .pins = worker.network_pins,
+                             .events = session->log_.get(),
+                             .max_connections = worker.network_max_connections,
+                             .bytes_per_second = worker.network_bytes_per_second}));
+        on_proxy_listener = [network = session->network_.get()](UniqueFd listener) {
+            network->serve(std::move(listener));
+        };
+    }
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
                                                      .spill_dir = session->paths_.tool_output,
                                                      .sandbox = worker,
-                                                     .rederive = rederive},
+                                                     .rederive = rederive,
+                                                     .on_proxy_listener = on_proxy_listener},
                                         session->log_.get());
     int next_process = 1;
     session->log_->record("PolicyLoaded",
@@ -234,27 +248,29 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                              .log_cap_bytes = config.process_log_cap_bytes,
                              .first_id = next_process,
                              .pids_limit = worker.limits.pids.value_or(kDefaultPids),
-                             .budget = session->budget_.get()},
+                             .budget = session->budget_.get(),
+                             .network = session->network_.get()},
         session->log_.get());
-    session->executor_ = std::make_unique<Executor>(
-        ExecutorParts{.tools = session->tools_,
-                      .policy = *session->policy_,
-                      .grants = session->grants_,
-                      .events = *session->log_,
-                      .context = tools::ToolContext{.session_id = session->paths_.id,
-                                                    .ws = session->worker_.get(),
-                                                    .stamps = &session->stamps_,
-                                                    .locks = &session->locks_,
-                                                    .spill = session->spill_.get(),
-                                                    .events = session->log_.get(),
-                                                    .processes = session->processes_.get(),
-                                                    .protected_paths = &session->protected_},
-                      .where = session_request_context(session->workspace_, session->network_),
-                      .host_network = session->network_ == sandbox::NetworkMode::kHost,
-                      .ask_fallback_allow = config.policy.ask_fallback == "allow",
-                      .session_note = [worker = session->worker_.get()] {
-                          return worker->take_loss_note();
-                      }});
+    session->executor_ = std::make_unique<Executor>(ExecutorParts{
+        .tools = session->tools_,
+        .policy = *session->policy_,
+        .grants = session->grants_,
+        .events = *session->log_,
+        .context = tools::ToolContext{.session_id = session->paths_.id,
+                                      .ws = session->worker_.get(),
+                                      .stamps = &session->stamps_,
+                                      .locks = &session->locks_,
+                                      .spill = session->spill_.get(),
+                                      .events = session->log_.get(),
+                                      .processes = session->processes_.get(),
+                                      .protected_paths = &session->protected_},
+        .where = session_request_context(session->workspace_, session->network_mode_),
+        .host_network = session->network_mode_ == sandbox::NetworkMode::kHost,
+        .network_at_connect = session->network_mode_ == sandbox::NetworkMode::kAllowlist,
+        .ask_fallback_allow = config.policy.ask_fallback == "allow",
+        .session_note = [worker = session->worker_.get()] {
+            return worker->take_loss_note();
+        }});
     return session;
 }
 
@@ -264,6 +280,7 @@ Session::~Session() {
     if (worker_) {
         worker_->stop();
     }
+    network_.reset();  // its open connections end, and are recorded, before the session does
     if (log_) {
         log_->record("SessionEnded", nlohmann::json::object(), true);
     }

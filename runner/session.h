@@ -22,6 +22,7 @@
 #include "runner/policy_setup.h"
 #include "runner/process_manager.h"
 #include "runner/run_command.h"
+#include "runner/sandbox_network.h"
 #include "runner/session_worker.h"
 #include "runner/state_dir.h"
 #include "tools/file_locks.h"
@@ -84,13 +85,15 @@ private:
     size_t replay_stamps(int& next_process);
 
     std::string workspace_;
-    sandbox::NetworkMode network_ = sandbox::NetworkMode::kNone;  // the sandbox's
+    sandbox::NetworkMode network_mode_ = sandbox::NetworkMode::kNone;  // the sandbox's
     HostIdLease host_id_;  // root supervisors: the session's own host uid, held while it lives
     SandboxConfig sandbox_;
     GitIdentity git_identity_;
     std::vector<tools::ProtectedPath> protected_;
     SessionPaths paths_;
     std::unique_ptr<EventLog> log_;
+    // --network allowlist: the proxy; after the log it records to, before what uses it.
+    std::unique_ptr<SandboxNetwork> network_;
     std::unique_ptr<OutputBudget> budget_;  // before the spill store and the processes: outlives
     std::unique_ptr<SessionWorker> worker_;
     std::unique_ptr<ProcessManagerImpl> processes_;  // declared after worker_: stops first

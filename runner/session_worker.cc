@@ -106,6 +106,9 @@ Status SessionWorker::start_locked() {
         return std::move(hello).error().wrap("connect to the session worker");
     }
     remote_ = std::move(remote);
+    if (config_.on_proxy_listener && sandbox_->proxy_listener()) {
+        config_.on_proxy_listener(std::move(sandbox_->proxy_listener()));
+    }
     ++generation_;
     SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} level={}", sandbox_->pid(),
                        generation_, sandbox::isolation_name(spec.isolation));

@@ -19,6 +19,7 @@
 
 #include "common/event_sink.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "runner/private_tmp.h"
 #include "runner/sandbox_config.h"
 #include "sandbox/launcher.h"
@@ -36,6 +37,8 @@ struct WorkerConfig {
     // When set, every worker after the first gets its sandbox from it instead of `sandbox`
     // (the session re-derives the masks of its deny rules from the workspace as it is then).
     std::function<SandboxConfig()> rederive{};
+    // Network mode allowlist: gets each new worker's proxy listener (SandboxNetwork::serve).
+    std::function<void(UniqueFd)> on_proxy_listener{};
 };
 
 class SessionWorker final : public workspace::Workspace {

@@ -28,6 +28,7 @@
 #include <span>
 
 #include <net/if.h>
+#include <netinet/in.h>
 
 #include "common/scm_rights.h"  // header-only, allocation-free
 
@@ -69,6 +70,8 @@ const char* child_step_name(ChildStep step) noexcept {
             return "set the hostname";
         case ChildStep::kLoopback:
             return "bring up loopback";
+        case ChildStep::kProxyListener:
+            return "listen for the network proxy";
         case ChildStep::kDropCaps:
             return "drop capabilities";
         case ChildStep::kNoNewPrivs:
@@ -541,6 +544,36 @@ void bring_up_loopback(const ChildPlan& plan) noexcept {
     ::close(fd);
 }
 
+// Network mode allowlist: the proxy's port on this namespace's loopback, taken before anything
+// untrusted runs, and handed to the supervisor, which accepts on it from outside. The sandbox
+// keeps no copy: connecting is all it can do.
+void listen_for_proxy(const ChildPlan& plan) noexcept {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        fail(plan, ChildStep::kProxyListener, errno);
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(plan.proxy_port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(fd, SOMAXCONN) != 0) {
+        fail(plan, ChildStep::kProxyListener, errno);
+    }
+    ChildMessage msg;
+    msg.kind = ChildMessage::kProxyListener;
+    iovec iov{&msg, sizeof msg};
+    FdControl<1> control;
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    attach_fds(mh, control, std::span<const int>(&fd, 1));
+    if (::sendmsg(plan.sync_fd, &mh, MSG_NOSIGNAL) < 0) {
+        fail(plan, ChildStep::kProxyListener, errno);
+    }
+    ::close(fd);
+}
+
 // Bounding set, ambient set and securebits, while CAP_SETPCAP is still held.
 void drop_capability_bounds(const ChildPlan& plan) noexcept {
     if (!plan.new_user_ns) {
@@ -848,6 +881,9 @@ void wait_for_supervisor(const ChildPlan& plan) noexcept {
     }
     if (plan.new_net_ns) {
         bring_up_loopback(plan);
+        if (plan.proxy_port != 0) {
+            listen_for_proxy(plan);
+        }
     }
     // The supervisor placed this process in its cgroup leaf while the root above was built
     // (on cgroup v1 a move waits for an RCU grace period): wait for "in", before anything runs

@@ -276,6 +276,7 @@ struct Received {
     bool error = false;
     ChildError child_error;
     UniqueFd terminal;
+    UniqueFd proxy_listener;
 };
 
 // Reads the child's messages until EOF (the command was exec'd) or an error report.
@@ -296,9 +297,15 @@ Result<Received> receive_child_report(int fd) {
         if (n == 0) {
             return out;
         }
-        for_each_passed_fd(mh, [&](int passed) { out.terminal.reset(passed); });
+        UniqueFd passed_fd;
+        for_each_passed_fd(mh, [&](int passed) { passed_fd.reset(passed); });
         if (static_cast<size_t>(n) != sizeof msg) {
             return Error{Errc::kInternal, "sandbox setup report has the wrong size"};
+        }
+        if (msg.kind == ChildMessage::kPtyMaster) {
+            out.terminal = std::move(passed_fd);
+        } else if (msg.kind == ChildMessage::kProxyListener) {
+            out.proxy_listener = std::move(passed_fd);
         }
         if (msg.kind == ChildMessage::kError) {
             out.error = true;
@@ -357,6 +364,7 @@ Sandbox::Sandbox(Sandbox&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::move(other.pidfd_)),
       terminal_(std::move(other.terminal_)),
+      proxy_listener_(std::move(other.proxy_listener_)),
       cgroup_(std::move(other.cgroup_)),
       reaped_(std::exchange(other.reaped_, true)),
       adopts_(std::exchange(other.adopts_, false)) {
@@ -372,6 +380,7 @@ Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
         pid_ = std::exchange(other.pid_, -1);
         pidfd_ = std::move(other.pidfd_);
         terminal_ = std::move(other.terminal_);
+        proxy_listener_ = std::move(other.proxy_listener_);
         cgroup_ = std::move(other.cgroup_);
         other.cgroup_.reset();
         reaped_ = std::exchange(other.reaped_, true);
@@ -451,6 +460,19 @@ Status check_spec(const SandboxSpec& spec) {
     if (spec.isolation == Isolation::kAuto) {
         return Error{Errc::kInternal, "launch: isolation level not resolved"};
     }
+    // The allowlist is a proxy reached from an empty network namespace; without one the
+    // sandbox would have the host's network, so fail rather than run unconfined.
+    if (spec.network == NetworkMode::kAllowlist && !has_user_ns(spec.isolation)) {
+        return Error{Errc::kUnavailable,
+                     fmt::format("--network allowlist needs a network namespace of the sandbox's "
+                                 "own, and isolation level {} has none: use --isolation full or "
+                                 "namespaces (`stockade doctor` shows which levels this host "
+                                 "gives)",
+                                 isolation_name(spec.isolation))};
+    }
+    if (spec.network == NetworkMode::kAllowlist && spec.proxy_port == 0) {
+        return Error{Errc::kInvalidArgument, "--network allowlist needs a proxy port"};
+    }
     // Masked and read-only paths are mounts: without a mount namespace they cannot be made,
     // and running anyway would expose what a deny rule hides. Fail closed, unless the caller
     // said they are best-effort hardening.
@@ -485,7 +507,8 @@ Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
     plan.new_user_ns = userns;
     plan.new_mount_ns = userns;
     plan.new_uts_ns = userns;
-    plan.new_net_ns = userns && spec.network == NetworkMode::kNone;
+    plan.new_net_ns = userns && spec.network != NetworkMode::kHost;
+    plan.proxy_port = spec.network == NetworkMode::kAllowlist ? spec.proxy_port : 0;
     plan.as_pid1 = userns && spec.init;
     plan.exec_fd = spec.exec_fd;
     plan.pass_fds = spec.pass_fds;
@@ -529,7 +552,7 @@ Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
     if (sandboxed) {
         Error error;
         // Without a network namespace (level landlock), "no network" has to be seccomp's job.
-        const bool no_network = spec.network == NetworkMode::kNone;
+        const bool no_network = spec.network != NetworkMode::kHost;
         const SeccompProgram* program =
             seccomp_for(SeccompOptions{.restrict_socket_families = no_network,
                                        .deny_all_sockets = no_network && !userns},
@@ -784,6 +807,10 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
         return error;
     }
     sandbox.terminal_ = std::move(report.terminal);
+    sandbox.proxy_listener_ = std::move(report.proxy_listener);
+    if (spec.network == NetworkMode::kAllowlist && !sandbox.proxy_listener_) {
+        return Error{Errc::kInternal, "the sandbox did not hand over the proxy's listening socket"};
+    }
     return sandbox;
 }
 

@@ -36,6 +36,9 @@ public:
     [[nodiscard]] int pidfd() const noexcept { return pidfd_.get(); }
     // The master side of the command's terminal (spec.tty), or an invalid fd.
     UniqueFd& terminal() noexcept { return terminal_; }
+    // NetworkMode::kAllowlist: the listening socket on the sandbox's 127.0.0.1:proxy_port, for
+    // the supervisor's proxy to accept on (non-blocking). Invalid in the other modes.
+    UniqueFd& proxy_listener() noexcept { return proxy_listener_; }
 
     // Sends `sig` to the sandbox's init, which forwards it to the command.
     Status signal(int sig) const;
@@ -52,6 +55,7 @@ private:
     pid_t pid_ = -1;
     UniqueFd pidfd_;
     UniqueFd terminal_;
+    UniqueFd proxy_listener_;
     std::optional<CgroupLeaf> cgroup_;
     bool reaped_ = false;
     // No pid namespace: what the command leaves running is adopted by this process (a child

@@ -24,6 +24,8 @@ const char* network_name(NetworkMode mode) noexcept {
             return "none";
         case NetworkMode::kHost:
             return "host";
+        case NetworkMode::kAllowlist:
+            return "allowlist";
     }
     return "unknown";
 }

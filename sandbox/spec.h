@@ -27,6 +27,10 @@ const char* isolation_name(Isolation level) noexcept;
 enum class NetworkMode {
     kNone,  // an empty network namespace with loopback up
     kHost,  // the host's network namespace
+    // An empty network namespace whose only way out is the supervisor's proxy: the child
+    // listens on 127.0.0.1:proxy_port inside it and hands the listening socket over
+    // (Sandbox::proxy_listener), so every connection to it is accepted outside the sandbox.
+    kAllowlist,
 };
 const char* network_name(NetworkMode mode) noexcept;
 
@@ -104,6 +108,7 @@ struct SandboxSpec {
     std::vector<std::string> readable_paths{};  // Landlock at level kLandlock: where reads are
     Limits limits;
     NetworkMode network = NetworkMode::kNone;
+    uint16_t proxy_port = 3128;  // NetworkMode::kAllowlist: where the proxy listens inside
     Isolation isolation = Isolation::kFull;  // resolved: never kAuto at launch
     Identity identity;
     bool idmap_writable_binds = false;  // present writable binds through idmapped mounts

@@ -520,6 +520,10 @@ private:
                 "servers and watchers with the process tool.",
                 count_of(info.leftovers, "process", "processes"), leftover_list(info));
         }
+        if (!info.network_refused.empty()) {
+            call.meta["network_refused"] = network_refusals_json(info.network_refused);
+            r.content += "\n" + network_refusals_line(info.network_refused);
+        }
         if (!call.warnings.empty()) {
             r.content +=
                 fmt::format("\nWarning: this command {}. It has run; check that this was intended.",

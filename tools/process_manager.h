@@ -29,6 +29,17 @@ enum class ProcessState : uint8_t {
 };
 std::string_view process_state_name(ProcessState state) noexcept;  // "running", "exited", ...
 
+// Connections a command's network proxy refused (network mode allowlist), by target.
+struct NetworkRefusal {
+    std::string host{};  // as the command asked for it
+    uint16_t port = 0;
+    uint32_t count = 0;
+    std::string reason{};  // "not in the allowlist", "resolves to a private address (...)"
+    std::string hint{};    // what would allow it; may be empty
+
+    friend bool operator==(const NetworkRefusal&, const NetworkRefusal&) = default;
+};
+
 struct ProcessInfo {
     std::string id{};  // "p3": session-scoped handle, not the OS pid
     int pid = 0;       // the leader's pid inside the sandbox
@@ -54,6 +65,8 @@ struct ProcessInfo {
     // first few).
     uint32_t leftovers = 0;
     std::vector<std::string> leftover_names{};
+    // Network mode allowlist: the connections its proxy refused it (and what it started).
+    std::vector<NetworkRefusal> network_refused{};
 };
 
 // How many processes the sandbox holds (ProcessManager::load): against its limit, and which

@@ -287,6 +287,58 @@ std::string load_line(const ProcessLoad& load) {
     return line;
 }
 
+std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
+    if (refused.empty()) {
+        return {};
+    }
+    uint64_t total = 0;
+    for (const auto& r : refused) {
+        total += r.count;
+    }
+    auto target = [](const NetworkRefusal& r) {
+        if (r.host.empty()) {
+            return std::string("other targets");
+        }
+        const bool v6 = r.host.find(':') != std::string::npos;
+        std::string where =
+            v6 ? fmt::format("[{}]:{}", r.host, r.port) : fmt::format("{}:{}", r.host, r.port);
+        if (r.reason.empty()) {
+            return where;
+        }
+        return r.hint.empty() ? fmt::format("{} ({})", where, r.reason)
+                              : fmt::format("{} ({}; {})", where, r.reason, r.hint);
+    };
+    const std::string connections = count_of(total, "connection", "connections");
+    if (refused.size() == 1) {
+        return fmt::format("network: refused {} to {}", connections, target(refused.front()));
+    }
+    constexpr size_t kShown = 3;
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < refused.size() && i < kShown; ++i) {
+        parts.push_back(fmt::format("{} to {}", refused[i].count, target(refused[i])));
+    }
+    if (refused.size() > kShown) {
+        uint64_t rest = 0;
+        for (size_t i = kShown; i < refused.size(); ++i) {
+            rest += refused[i].count;
+        }
+        parts.push_back(fmt::format("{} to {} other targets", rest, refused.size() - kShown));
+    }
+    return fmt::format("network: refused {}: {}", connections, fmt::join(parts, ", "));
+}
+
+nlohmann::json network_refusals_json(const std::vector<NetworkRefusal>& refused) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : refused) {
+        out.push_back({{"host", r.host},
+                       {"port", r.port},
+                       {"count", r.count},
+                       {"reason", r.reason},
+                       {"hint", r.hint}});
+    }
+    return out;
+}
+
 std::string leftovers_clause(const ProcessInfo& info) {
     if (info.leftovers == 0 || info.state == ProcessState::kRunning) {
         return "";

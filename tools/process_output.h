@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/result.h"
 #include "tools/process_manager.h"
 #include "tools/text.h"
@@ -54,6 +56,16 @@ std::string status_phrase(const ProcessInfo& info);
 std::string leftover_list(const ProcessInfo& info);
 // "; 2 processes it left running were stopped (node, python3)" once it ended; "" without.
 std::string leftovers_clause(const ProcessInfo& info);
+
+// ---- The network --------------------------------------------------------------------------
+
+// One line for a result whose command was refused connections (network mode allowlist):
+// "network: refused 2 connections to evil.example:443 (not in the allowlist; the user can add
+// network.access(evil.example))"; several targets are listed after a colon, the first few by
+// name. "" when nothing was refused.
+std::string network_refusals_line(const std::vector<NetworkRefusal>& refused);
+// The same for a result's metadata: [{"host", "port", "count", "reason", "hint"}, ...].
+nlohmann::json network_refusals_json(const std::vector<NetworkRefusal>& refused);
 
 // ---- The sandbox's processes -----------------------------------------------------------------
 

@@ -110,7 +110,18 @@ nlohmann::json base_meta(std::string_view action) {
     };
 }
 
+// The connections the proxy refused the process so far, after a result's text (and in its
+// metadata, through describe).
+void append_network_refusals(ToolResult& r, const ProcessInfo& info) {
+    if (const std::string line = network_refusals_line(info.network_refused); !line.empty()) {
+        r.content += "\n" + line;
+    }
+}
+
 void describe(nlohmann::json& meta, const ProcessInfo& info) {
+    if (!info.network_refused.empty()) {
+        meta["network_refused"] = network_refusals_json(info.network_refused);
+    }
     meta["process_id"] = info.id;
     meta["status"] = process_state_name(info.state);
     meta["exit_code"] = info.exit_code ? nlohmann::json(*info.exit_code) : nlohmann::json(nullptr);
@@ -593,6 +604,7 @@ private:
                 "output.",
                 id, state);
             meta["title"] = fmt::format("Process read {} \u00b7 no new output", id);
+            append_network_refusals(r, info);
             r.metadata = std::move(meta);
             return r;
         }
@@ -608,6 +620,7 @@ private:
                                 more_note(*page, offset.has_value(), info));
         meta["title"] =
             fmt::format("Process read {} \u00b7 {}", id, count_of(page->lines, "line", "lines"));
+        append_network_refusals(r, info);
         r.metadata = std::move(meta);
         return r;
     }
@@ -730,6 +743,7 @@ private:
                 fmt::format("{} ({}) {} before it could be stopped \u00b7 ran {}. Full log: {}", id,
                             command, status_phrase(now), format_clock(now.runtime), now.log_path);
         }
+        append_network_refusals(r, now);
         r.metadata = std::move(meta);
         return r;
     }
@@ -799,6 +813,7 @@ private:
                 "output, or stop it.",
                 id, format_timeout(kWaitFor), format_clock(now.runtime));
         }
+        append_network_refusals(r, now);
         r.metadata = std::move(meta);
         return r;
     }

@@ -299,7 +299,7 @@ TEST_F(ProcessTest, InCiModeTheSessionsOwnLoopbackIsReachableAndTheNetworkIsNot)
     auto outside = serve_->call("bash", {{"command", "curl -sS https://example.com/"}});
     EXPECT_TRUE(outside["result"].value("isError", false)) << outside.dump();
     EXPECT_THAT(text_of(outside), HasSubstr("in ci mode the network is closed"));
-    EXPECT_THAT(text_of(outside), HasSubstr("--network host"));
+    EXPECT_THAT(text_of(outside), HasSubstr("--network allowlist (or host)"));
     EXPECT_THAT(process({{"action", "stop"}, {"id", "p1"}}), HasSubstr("Stopped p1"));
 }
 

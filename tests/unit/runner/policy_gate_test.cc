@@ -102,7 +102,7 @@ TEST(PolicyGateTest, ANetworkRuleIsNeverCalledEnoughWhenTheSandboxHasNoNetwork) 
     auto denied = decide(*p, "bash", {{"command", "git fetch origin"}});
     ASSERT_EQ(denied.decision, policy::Decision::kDeny);
     EXPECT_THAT(denial_text(denied, p->preset(), p->mode(), false),
-                HasSubstr("restarts Stockade with --network host"));
+                HasSubstr("restarts Stockade with --network allowlist (or host)"));
     EXPECT_THAT(denial_text(denied, p->preset(), p->mode(), true),
                 Not(HasSubstr("--network host")));
 }

@@ -123,7 +123,7 @@ TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
         {[](RunOptions& o) { o.pids = "-3"; }, "--pids"},
         {[](RunOptions& o) { o.cpu = "0"; }, "--cpu"},
         {[](RunOptions& o) { o.timeout = "soon"; }, "--timeout"},
-        {[](RunOptions& o) { o.network = "bridge"; }, "use none or host"},
+        {[](RunOptions& o) { o.network = "bridge"; }, "use none, allowlist or host"},
         {[](RunOptions& o) { o.isolation = "max"; }, "use auto, full"},
         {[](RunOptions& o) { o.env = {"BAD-NAME=1"}; }, "not a variable name"},
         {[](RunOptions& o) { o.image = "alpine"; }, "known images"},

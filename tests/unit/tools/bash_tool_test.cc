@@ -334,6 +334,41 @@ TEST_F(BashToolTest, WhatTheCommandLeftRunningWasStoppedAndTheResultSaysSo) {
     EXPECT_EQ(r.metadata["leftover_names"], (nlohmann::json{"node", "python3"}));
 }
 
+TEST_F(BashToolTest, ConnectionsTheAllowlistRefusedAreInTheResult) {
+    h.pm.scripts["curl -sS https://evil.example/"] =
+        FakeScript{.output = "curl: (56) CONNECT tunnel failed, response 403\n",
+                   .exit_code = 56,
+                   .network_refused = {{.host = "evil.example",
+                                        .port = 443,
+                                        .count = 2,
+                                        .reason = "not in the allowlist",
+                                        .hint = "the user can add network.access(evil.example)"}}};
+    ToolResult r = bash("curl -sS https://evil.example/");
+    expect_golden("bash_network_refused.txt", r.content);
+    EXPECT_EQ(r.metadata["network_refused"][0]["host"], "evil.example");
+    EXPECT_EQ(r.metadata["network_refused"][0]["count"], 2);
+
+    // Several targets: the first three by name, the rest counted.
+    h.pm.scripts["./fetch-all.sh"] = FakeScript{
+        .output = "done\n",
+        .network_refused = {
+            {.host = "a.example",
+             .port = 443,
+             .count = 1,
+             .reason = "not in the allowlist",
+             .hint = "the user can add network.access(a.example)"},
+            {.host = "10.0.0.7",
+             .port = 80,
+             .count = 3,
+             .reason = "10.0.0.7 is a private address (RFC 1918), which is never reached through "
+                       "the proxy"},
+            {.host = "::1", .port = 8080, .count = 1, .reason = "denied by network.access(*)"},
+            {.host = "b.example", .port = 443, .count = 2, .reason = "not in the allowlist"},
+            {.host = "", .port = 0, .count = 40}}};
+    r = bash("./fetch-all.sh");
+    expect_golden("bash_network_refused_many.txt", r.content);
+}
+
 TEST_F(BashToolTest, ALogThatRanOutOfBudgetSaysWhatItLacks) {
     h.pm.scripts["make -j"] = FakeScript{.output = "built\n", .log_dropped = 3'400'000'000};
     const ToolResult r = bash("make -j");

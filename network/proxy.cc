@@ -1,0 +1,801 @@
+#include "network/proxy.h"
+
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+
+#include "common/log.h"
+#include "network/client_hello.h"
+#include "network/proxy_request.h"
+
+namespace stockade::network {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+
+const char* outcome_name(Outcome outcome) noexcept {
+    switch (outcome) {
+        case Outcome::kRelayed:
+            return "relayed";
+        case Outcome::kRefused:
+            return "refused";
+        case Outcome::kFailed:
+            return "failed";
+    }
+    return "unknown";
+}
+
+namespace {
+
+constexpr size_t kRelayChunk = 64 * 1024;  // a pipe's default capacity
+constexpr size_t kMaxHead = 64 * 1024;
+
+// This host's own addresses: a name that resolves to one of them reaches the host's services
+// as surely as loopback does.
+std::vector<asio::ip::address> own_addresses() {
+    std::vector<asio::ip::address> out;
+    ifaddrs* list = nullptr;
+    if (::getifaddrs(&list) != 0) {
+        return out;
+    }
+    for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+        if (it->ifa_addr == nullptr) {
+            continue;
+        }
+        if (it->ifa_addr->sa_family == AF_INET) {
+            const auto* in = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
+            out.emplace_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)));
+        } else if (it->ifa_addr->sa_family == AF_INET6) {
+            const auto* in6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
+            asio::ip::address_v6::bytes_type bytes{};
+            std::copy_n(in6->sin6_addr.s6_addr, 16, bytes.begin());
+            out.emplace_back(asio::ip::address_v6(bytes));
+        }
+    }
+    ::freeifaddrs(list);
+    return out;
+}
+
+std::string status_line(int status) {
+    switch (status) {
+        case 400:
+            return "400 Bad Request";
+        case 403:
+            return "403 Forbidden";
+        case 405:
+            return "405 Method Not Allowed";
+        case 431:
+            return "431 Request Header Fields Too Large";
+        case 502:
+            return "502 Bad Gateway";
+        case 503:
+            return "503 Service Unavailable";
+        case 504:
+            return "504 Gateway Timeout";
+        default:
+            return fmt::format("{} Error", status);
+    }
+}
+
+// A response the client's own error message shows: curl prints the status, pip and npm the
+// reason phrase and often the body.
+std::string error_response(int status, std::string_view text) {
+    std::string body = fmt::format("stockade: {}\n", text);
+    return fmt::format(
+        "HTTP/1.1 {}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\n"
+        "Connection: close\r\nX-Stockade-Refused: 1\r\n\r\n{}",
+        status_line(status), body.size(), body);
+}
+
+bool equal_host(std::string_view a, std::string_view b) {
+    while (!a.empty() && a.back() == '.') {
+        a.remove_suffix(1);
+    }
+    while (!b.empty() && b.back() == '.') {
+        b.remove_suffix(1);
+    }
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+        auto lower = [](char c) {
+            return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
+        };
+        return lower(x) == lower(y);
+    });
+}
+
+// A bandwidth bound shared by every connection of a proxy: each chunk takes its share of
+// time on one virtual clock, and waits while that clock runs ahead of the real one.
+class Throttle {
+public:
+    explicit Throttle(uint64_t bytes_per_second) : rate_(bytes_per_second) {}
+    Clock::duration take(size_t bytes) {
+        if (rate_ == 0) {
+            return Clock::duration::zero();
+        }
+        const Clock::time_point now = Clock::now();
+        std::lock_guard lock(mu_);
+        next_ = std::max(next_, now) +
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                    static_cast<double>(bytes) / static_cast<double>(rate_)));
+        return next_ - now;
+    }
+
+private:
+    uint64_t rate_;
+    std::mutex mu_;
+    Clock::time_point next_{};
+};
+
+class Connection;
+
+}  // namespace
+
+struct Proxy::Impl {
+    Impl(ProxyOptions opts, Decide d, Report r)
+        : options(std::move(opts)),
+          decide(std::move(d)),
+          report(std::move(r)),
+          throttle(options.bytes_per_second),
+          own(own_addresses()) {}
+
+    void accept();
+    void close_all();
+
+    asio::io_context io{1};
+    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+    ProxyOptions options;
+    Decide decide;
+    Report report;
+    Throttle throttle;
+    std::vector<asio::ip::address> own;
+    std::unique_ptr<tcp::acceptor> acceptor;     // proxy thread only
+    std::set<std::shared_ptr<Connection>> live;  // proxy thread only
+    std::atomic<size_t> open{0};
+    std::thread thread;
+};
+
+namespace {
+
+// One client connection, from its request head to the end of its relay. Lives while an
+// operation of its holds a reference (and in Impl::live until it finishes).
+class Connection : public std::enable_shared_from_this<Connection> {
+public:
+    Connection(Proxy::Impl& proxy, tcp::socket client)
+        : proxy_(proxy),
+          client_(std::move(client)),
+          upstream_(proxy.io),
+          resolver_(proxy.io),
+          timer_(proxy.io),
+          started_(Clock::now()) {}
+
+    void start() {
+        arm_timer(proxy_.options.head_timeout, "the request head did not arrive in time",
+                  Outcome::kRefused);
+        read_head();
+    }
+
+    // Over the proxy's bound on open connections: refused before its head is read.
+    void refuse_over_limit(size_t limit) {
+        record_.outcome = Outcome::kRefused;
+        record_.reason = fmt::format(
+            "the sandbox already has {} connections open through the proxy, its limit", limit);
+        respond_and_finish(503, record_.reason);
+    }
+
+    // Ends the connection now and reports it (a stopping proxy, a timeout, an error).
+    void finish() {
+        if (finished_) {
+            return;
+        }
+        finished_ = true;
+        report();
+        error_code ignored;
+        timer_.cancel();
+        resolver_.cancel();
+        client_.close(ignored);
+        upstream_.close(ignored);
+        auto self = shared_from_this();
+        proxy_.live.erase(self);
+        proxy_.open.fetch_sub(1, std::memory_order_relaxed);
+    }
+
+private:
+    // Reported once, before the client can see the end: a command that exits because it was
+    // refused finds the refusal already counted against it.
+    void report() {
+        if (reported_) {
+            return;
+        }
+        reported_ = true;
+        record_.duration =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_);
+        if (proxy_.report) {
+            proxy_.report(record_);
+        }
+    }
+
+    struct Direction {
+        tcp::socket* from = nullptr;
+        tcp::socket* to = nullptr;
+        uint64_t* count = nullptr;
+        UniqueFd pipe_read;  // the relay's pipe, made when the first bytes come
+        UniqueFd pipe_write;
+        size_t in_pipe = 0;                        // bytes read from `from`, not yet written
+        std::unique_ptr<asio::steady_timer> wait;  // the bandwidth bound's pauses
+        bool done = false;
+    };
+
+    // A deadline for the current step; when it passes the connection ends with `outcome`.
+    void arm_timer(std::chrono::milliseconds after, std::string why, Outcome outcome) {
+        timer_.expires_after(after);
+        timer_.async_wait(
+            [self = shared_from_this(), why = std::move(why), outcome](error_code ec) {
+                if (ec || self->finished_) {
+                    return;
+                }
+                self->record_.outcome = outcome;
+                self->record_.reason = why;
+                self->finish();
+            });
+    }
+
+    void read_head() {
+        const size_t have = head_.size();
+        head_.resize(have + 8192);
+        client_.async_read_some(asio::buffer(head_.data() + have, 8192),
+                                [self = shared_from_this(), have](error_code ec, size_t n) {
+                                    self->head_.resize(have + n);
+                                    if (self->finished_) {
+                                        return;
+                                    }
+                                    if (ec) {
+                                        self->record_.outcome = Outcome::kRefused;
+                                        self->record_.reason =
+                                            "the client closed before its request was complete";
+                                        self->finish();
+                                        return;
+                                    }
+                                    self->on_head_bytes();
+                                });
+    }
+
+    void on_head_bytes() {
+        HeadParse parsed = parse_proxy_head(head_, kMaxHead);
+        if (parsed.status == HeadParse::Status::kNeedMore) {
+            read_head();
+            return;
+        }
+        if (parsed.status == HeadParse::Status::kBad) {
+            refuse(parsed.http_status == 0 ? 400 : parsed.http_status, parsed.error, "");
+            return;
+        }
+        request_ = std::move(parsed.request);
+        record_.host = request_.target.host;
+        record_.port = request_.target.port;
+        record_.method = request_.method;
+        record_.tag = request_.proxy_user == "stockade" || request_.proxy_password.empty()
+                          ? request_.proxy_password
+                          : request_.proxy_user;
+        decide();
+    }
+
+    void decide() {
+        Verdict verdict;
+        if (proxy_.decide) {
+            verdict = proxy_.decide(request_.target.host, request_.target.port);
+        }
+        record_.rule = verdict.rule;
+        if (!verdict.allow) {
+            record_.hint = verdict.hint;
+            refuse(403,
+                   fmt::format("refused {}:{}: {}", request_.target.host, request_.target.port,
+                               verdict.reason.empty() ? "not in the allowlist" : verdict.reason),
+                   verdict.hint, verdict.reason.empty() ? "not in the allowlist" : verdict.reason);
+            return;
+        }
+        // A pin is the operator's word: it may name a private or loopback address.
+        if (auto pinned =
+                find_pin(proxy_.options.pins, request_.target.host, request_.target.port)) {
+            connect({*pinned});
+            return;
+        }
+        if (request_.target.ip_literal) {
+            error_code ec;
+            const auto address = asio::ip::make_address(request_.target.host, ec);
+            if (ec) {
+                refuse(400, fmt::format("\"{}\" is not an address", request_.target.host), "");
+                return;
+            }
+            std::vector<tcp::endpoint> endpoints{tcp::endpoint(address, request_.target.port)};
+            if (!filter(endpoints)) {
+                return;
+            }
+            connect(std::move(endpoints));
+            return;
+        }
+        arm_timer(proxy_.options.connect_timeout,
+                  fmt::format("resolving {} took too long", request_.target.host),
+                  Outcome::kFailed);
+        resolver_.async_resolve(
+            request_.target.host, std::to_string(request_.target.port),
+            [self = shared_from_this()](error_code ec, tcp::resolver::results_type results) {
+                if (self->finished_) {
+                    return;
+                }
+                if (ec) {
+                    self->fail(502, fmt::format("{} could not be resolved ({})",
+                                                self->request_.target.host, ec.message()));
+                    return;
+                }
+                std::vector<tcp::endpoint> endpoints;
+                for (const auto& entry : results) {
+                    endpoints.push_back(entry.endpoint());
+                }
+                if (self->filter(endpoints)) {
+                    self->connect(std::move(endpoints));
+                }
+            });
+    }
+
+    // Drops the endpoints no rule may open (private, loopback, this host's); false (and the
+    // connection refused) when none is left.
+    bool filter(std::vector<tcp::endpoint>& endpoints) {
+        std::string why;
+        std::string example;
+        std::erase_if(endpoints, [&](const tcp::endpoint& e) {
+            std::optional<std::string_view> reason = private_address_reason(e.address());
+            if (!reason &&
+                std::find(proxy_.own.begin(), proxy_.own.end(), e.address()) != proxy_.own.end()) {
+                reason = "an address of this host";
+            }
+            if (reason && why.empty()) {
+                why = *reason;
+                example = e.address().to_string();
+            }
+            return reason.has_value();
+        });
+        if (!endpoints.empty()) {
+            return true;
+        }
+        const std::string reason =
+            request_.target.ip_literal
+                ? fmt::format("{} is {}, which is never reached through the proxy", example, why)
+                : fmt::format("{} resolves to {} ({}), which is never reached through the proxy",
+                              request_.target.host, why, example);
+        // Only a name the operator pins (--resolve NAME=ADDRESS) leads to such an address; the
+        // model is not told how: it is never the model's to open.
+        refuse(403,
+               fmt::format("refused {}:{}: {}", request_.target.host, request_.target.port, reason),
+               "", reason);
+        return false;
+    }
+
+    void connect(std::vector<tcp::endpoint> endpoints) {
+        arm_timer(proxy_.options.connect_timeout,
+                  fmt::format("connecting to {} took too long", request_.target.host),
+                  Outcome::kFailed);
+        asio::async_connect(
+            upstream_, endpoints,
+            [self = shared_from_this()](error_code ec, const tcp::endpoint& endpoint) {
+                if (self->finished_) {
+                    return;
+                }
+                if (ec) {
+                    self->fail(502, fmt::format("could not connect to {}:{} ({})",
+                                                self->request_.target.host,
+                                                self->request_.target.port, ec.message()));
+                    return;
+                }
+                self->timer_.cancel();
+                self->record_.address = format_endpoint(endpoint);
+                error_code ignored;
+                self->upstream_.set_option(tcp::no_delay(true), ignored);
+                self->connected();
+            });
+    }
+
+    void connected() {
+        std::string leftover = head_.substr(std::min(request_.head_size, head_.size()));
+        head_.clear();
+        if (request_.kind == ProxyRequest::Kind::kForward) {
+            // The origin gets the head rewritten for it, and the body that came with it.
+            auto out = std::make_shared<std::string>(std::move(request_.origin_head));
+            record_.bytes_sent += leftover.size();
+            *out += leftover;
+            asio::async_write(upstream_, asio::buffer(*out),
+                              [self = shared_from_this(), out](error_code ec, size_t) {
+                                  if (self->finished_) {
+                                      return;
+                                  }
+                                  if (ec) {
+                                      self->finish();
+                                      return;
+                                  }
+                                  self->relay(true, true);
+                              });
+            return;
+        }
+        static const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+        asio::async_write(client_, asio::buffer(kEstablished),
+                          [self = shared_from_this(), leftover = std::move(leftover)](
+                              error_code ec, size_t) mutable {
+                              if (self->finished_) {
+                                  return;
+                              }
+                              if (ec) {
+                                  self->finish();
+                                  return;
+                              }
+                              // The server may speak first (SSH, SMTP): its bytes flow at
+                              // once; the client's wait until their ClientHello is checked.
+                              // No deadline for the client's first bytes: a tunnel whose
+                              // server does the talking may stay silent as long as it likes.
+                              self->relay(false, true);
+                              self->head_ = std::move(leftover);
+                              self->check_hello();
+                          });
+    }
+
+    // The first bytes of a tunnel: a TLS ClientHello must name the host the CONNECT asked for.
+    void check_hello() {
+        const HelloParse hello = parse_client_hello(head_);
+        switch (hello.status) {
+            case HelloStatus::kNeedMore: {
+                const size_t have = head_.size();
+                head_.resize(have + 8192);
+                client_.async_read_some(asio::buffer(head_.data() + have, 8192),
+                                        [self = shared_from_this(), have](error_code ec, size_t n) {
+                                            self->head_.resize(have + n);
+                                            if (self->finished_) {
+                                                return;
+                                            }
+                                            if (ec) {
+                                                self->finish();
+                                                return;
+                                            }
+                                            self->check_hello();
+                                        });
+                return;
+            }
+            case HelloStatus::kMalformed:
+                refuse_tunnel("its TLS ClientHello could not be read");
+                return;
+            case HelloStatus::kServerName:
+                if (!request_.target.ip_literal &&
+                    !equal_host(hello.server_name, request_.target.host)) {
+                    refuse_tunnel(fmt::format("its TLS server name \"{}\" is not {}",
+                                              hello.server_name, request_.target.host));
+                    return;
+                }
+                break;
+            case HelloStatus::kNotTls:
+            case HelloStatus::kNoServerName:
+                break;
+        }
+        timer_.cancel();
+        auto out = std::make_shared<std::string>(std::move(head_));
+        head_.clear();
+        record_.bytes_sent += out->size();
+        asio::async_write(upstream_, asio::buffer(*out),
+                          [self = shared_from_this(), out](error_code ec, size_t) {
+                              if (self->finished_) {
+                                  return;
+                              }
+                              if (ec) {
+                                  self->finish();
+                                  return;
+                              }
+                              self->relay(true, false);
+                          });
+    }
+
+    void refuse_tunnel(std::string reason) {
+        record_.outcome = Outcome::kRefused;
+        record_.reason = std::move(reason);
+        record_.hint = "";
+        finish();
+    }
+
+    // Starts relaying client to upstream (`up`) and upstream to client (`down`).
+    void relay(bool up, bool down) {
+        // splice() would block on a blocking socket whatever its flags say.
+        error_code ignored;
+        client_.native_non_blocking(true, ignored);
+        upstream_.native_non_blocking(true, ignored);
+        if (up) {
+            up_.from = &client_;
+            up_.to = &upstream_;
+            up_.count = &record_.bytes_sent;
+            pump(up_);
+        }
+        if (down) {
+            down_.from = &upstream_;
+            down_.to = &client_;
+            down_.count = &record_.bytes_received;
+            pump(down_);
+        }
+    }
+
+    // Waits until `d.from` has bytes (or its end) to move.
+    void pump(Direction& d) {
+        d.from->async_wait(tcp::socket::wait_read, [self = shared_from_this(), &d](error_code ec) {
+            if (self->finished_) {
+                return;
+            }
+            if (ec) {
+                self->finish();
+                return;
+            }
+            self->transfer(d);
+        });
+    }
+
+    // Moves what `d.from` has to `d.to` through a pipe (splice: the bytes stay in the kernel,
+    // and an idle direction holds no buffer), until one side would block.
+    void transfer(Direction& d) {
+        if (!d.pipe_read) {
+            int fds[2];
+            if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+                record_.outcome = Outcome::kFailed;
+                record_.reason = fmt::format("no pipe for the relay: {}", std::strerror(errno));
+                finish();
+                return;
+            }
+            d.pipe_read.reset(fds[0]);
+            d.pipe_write.reset(fds[1]);
+        }
+        constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+        for (;;) {
+            if (d.in_pipe == 0) {
+                const ssize_t n = ::splice(d.from->native_handle(), nullptr, d.pipe_write.get(),
+                                           nullptr, kRelayChunk, kFlags);
+                if (n == 0) {
+                    direction_ended(d);
+                    return;
+                }
+                if (n < 0) {
+                    if (errno == EINTR) {
+                        continue;
+                    }
+                    if (errno == EAGAIN) {
+                        pump(d);
+                    } else {
+                        finish();  // a reset or an error: nothing is left to relay either way
+                    }
+                    return;
+                }
+                d.in_pipe = static_cast<size_t>(n);
+                *d.count += d.in_pipe;
+                if (const Clock::duration pause = proxy_.throttle.take(d.in_pipe);
+                    pause > Clock::duration::zero()) {
+                    if (!d.wait) {
+                        d.wait = std::make_unique<asio::steady_timer>(proxy_.io);
+                    }
+                    d.wait->expires_after(pause);
+                    d.wait->async_wait([self = shared_from_this(), &d](error_code ec) {
+                        if (!ec && !self->finished_) {
+                            self->transfer(d);
+                        }
+                    });
+                    return;
+                }
+            }
+            const ssize_t m = ::splice(d.pipe_read.get(), nullptr, d.to->native_handle(), nullptr,
+                                       d.in_pipe, kFlags);
+            if (m < 0) {
+                if (errno == EINTR) {
+                    continue;
+                }
+                if (errno == EAGAIN) {
+                    d.to->async_wait(tcp::socket::wait_write,
+                                     [self = shared_from_this(), &d](error_code ec) {
+                                         if (self->finished_) {
+                                             return;
+                                         }
+                                         if (ec) {
+                                             self->finish();
+                                             return;
+                                         }
+                                         self->transfer(d);
+                                     });
+                } else {
+                    finish();
+                }
+                return;
+            }
+            d.in_pipe -= static_cast<size_t>(m);
+        }
+    }
+
+    // `d.from` ended: pass the end on, and finish once both directions have.
+    void direction_ended(Direction& d) {
+        d.done = true;
+        d.pipe_read.reset();
+        d.pipe_write.reset();
+        error_code ignored;
+        d.to->shutdown(tcp::socket::shutdown_send, ignored);
+        if ((up_.done || up_.from == nullptr) && (down_.done || down_.from == nullptr)) {
+            finish();
+        }
+    }
+
+    // Refused before anything was relayed: the client gets an HTTP error it can show.
+    void refuse(int status, const std::string& text, const std::string& hint,
+                std::string reason = {}) {
+        record_.outcome = Outcome::kRefused;
+        record_.reason = reason.empty() ? text : std::move(reason);
+        record_.hint = hint;
+        respond_and_finish(status, hint.empty() ? text : fmt::format("{} ({})", text, hint));
+    }
+
+    void fail(int status, const std::string& reason) {
+        record_.outcome = Outcome::kFailed;
+        record_.reason = reason;
+        respond_and_finish(status, reason);
+    }
+
+    void respond_and_finish(int status, const std::string& text) {
+        report();  // before the client reads the answer and perhaps exits
+        timer_.cancel();
+        resolver_.cancel();
+        auto out = std::make_shared<std::string>(error_response(status, text));
+        asio::async_write(client_, asio::buffer(*out),
+                          [self = shared_from_this(), out](error_code, size_t) { self->finish(); });
+    }
+
+    Proxy::Impl& proxy_;
+    tcp::socket client_;
+    tcp::socket upstream_;
+    tcp::resolver resolver_;
+    asio::steady_timer timer_;
+    Clock::time_point started_;
+    std::string head_;  // the request head read so far, then the tunnel's first bytes
+    ProxyRequest request_{};
+    bool finished_ = false;
+    bool reported_ = false;
+    ConnectionRecord record_{};
+    Direction up_{};
+    Direction down_{};
+};
+
+}  // namespace
+
+void Proxy::Impl::accept() {
+    if (!acceptor) {
+        return;
+    }
+    acceptor->async_accept([this, listening = acceptor.get()](error_code ec, tcp::socket socket) {
+        if (acceptor.get() != listening) {
+            return;  // replaced by serve() or closed by close_all()
+        }
+        if (ec) {
+            if (ec == asio::error::operation_aborted) {
+                return;
+            }
+            SPDLOG_LOGGER_WARN(log::get("network"), "proxy: accept failed: {}", ec.message());
+        } else {
+            error_code ignored;
+            socket.set_option(tcp::no_delay(true), ignored);
+            auto connection = std::make_shared<Connection>(*this, std::move(socket));
+            live.insert(connection);
+            open.fetch_add(1, std::memory_order_relaxed);
+            if (live.size() > options.max_connections) {
+                connection->refuse_over_limit(options.max_connections);
+            } else {
+                connection->start();
+            }
+        }
+        accept();
+    });
+}
+
+void Proxy::Impl::close_all() {
+    if (acceptor) {
+        error_code ignored;
+        acceptor->close(ignored);
+        acceptor.reset();
+    }
+    // finish() erases from `live`: iterate over a copy.
+    const std::vector<std::shared_ptr<Connection>> all(live.begin(), live.end());
+    for (const auto& connection : all) {
+        connection->finish();
+    }
+}
+
+Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<Proxy>> Proxy::start(ProxyOptions options, Decide decide, Report report) {
+    // Each connection holds two sockets and, while it moves bytes, two pipes: 256 of them need
+    // more descriptors than the usual soft limit of 1,024. The hard limit is ours to take.
+    rlimit files{};
+    if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        (void)::setrlimit(RLIMIT_NOFILE, &files);
+    }
+    auto impl = std::make_unique<Impl>(std::move(options), std::move(decide), std::move(report));
+    Impl* raw = impl.get();
+    try {
+        raw->thread = std::thread([raw] {
+            for (;;) {
+                try {
+                    raw->io.run();
+                    return;
+                } catch (const std::exception& e) {
+                    // A handler that throws must not take the supervisor down: log, go on.
+                    SPDLOG_LOGGER_ERROR(log::get("network"), "proxy: {}", e.what());
+                }
+            }
+        });
+    } catch (const std::system_error& e) {
+        return Error{Errc::kResourceExhausted,
+                     fmt::format("start the network proxy's thread: {}", e.what())};
+    }
+    return std::unique_ptr<Proxy>(new Proxy(std::move(impl)));
+}
+
+Proxy::~Proxy() {
+    if (!impl_) {
+        return;
+    }
+    // Every connection is finished (and reported) on the proxy's thread, then it stops.
+    asio::post(impl_->io, [impl = impl_.get()] {
+        impl->close_all();
+        impl->io.stop();
+    });
+    impl_->work.reset();
+    if (impl_->thread.joinable()) {
+        impl_->thread.join();
+    }
+}
+
+void Proxy::serve(UniqueFd listener) {
+    auto fd = std::make_shared<UniqueFd>(std::move(listener));
+    asio::post(impl_->io, [impl = impl_.get(), fd] {
+        if (impl->acceptor) {
+            error_code ignored;
+            impl->acceptor->close(ignored);
+        }
+        auto acceptor = std::make_unique<tcp::acceptor>(impl->io);
+        error_code ec;
+        acceptor->assign(tcp::v4(), fd->release(), ec);
+        if (ec) {
+            SPDLOG_LOGGER_ERROR(log::get("network"), "proxy: cannot use the listener: {}",
+                                ec.message());
+            return;
+        }
+        impl->acceptor = std::move(acceptor);
+        impl->accept();
+    });
+}
+
+size_t Proxy::open_connections() const {
+    return impl_->open.load(std::memory_order_relaxed);
+}
+
+}  // namespace stockade::network

@@ -1,0 +1,212 @@
+// --network allowlist on real sandboxes, through a serve session's bash (the path agents use)
+// and through `stockade run`: real clients (pip, npm, git, curl, Python, Node) reach the
+// registries the preset allows — pinned to tests/network/upstreams.py on 127.0.0.1 — and what
+// the rules do not allow is refused and reported in the command's own result.
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/testing/sandbox_harness.h"
+#include "tests/testing/serve_client.h"
+#include "tests/testing/upstreams.h"
+
+namespace stockade::testing {
+namespace {
+
+// The events of `type` in every session log of a state directory.
+std::vector<nlohmann::json> session_events(const std::string& state, const std::string& type) {
+    std::vector<nlohmann::json> out;
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(state, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        if (it->path().filename() != "events.jsonl") {
+            continue;
+        }
+        for (const std::string& line : split_lines(read_file_text(it->path()).value_or(""))) {
+            auto event = nlohmann::json::parse(line, nullptr, false);
+            if (event.is_object() && event.value("type", "") == type) {
+                out.push_back(std::move(event));
+            }
+        }
+    }
+    return out;
+}
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The names the tests pin to the upstreams: the preset's registries and a few of our own.
+const std::vector<std::string> kPinned = {"pypi.org",           "files.pythonhosted.org",
+                                          "registry.npmjs.org", "github.com",
+                                          "example.test",       "denied.test",
+                                          "other.test"};
+
+class NetworkTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { upstreams_ = new Upstreams(); }
+    static void TearDownTestSuite() {
+        delete upstreams_;
+        upstreams_ = nullptr;
+    }
+
+    void SetUp() override {
+        if (auto_isolation_level() != "full" && auto_isolation_level() != "namespaces") {
+            GTEST_SKIP() << "--network allowlist needs a network namespace; this host gives "
+                            "isolation level \""
+                         << auto_isolation_level() << "\"";
+        }
+        ASSERT_EQ(upstreams_->error(), "");
+        workspace_.write_file("ca.pem", upstreams_->ca_pem());
+    }
+
+    // The flags of a session or run with the registries preset, our test names pinned, and:
+    // example.test allowed; denied.test allowed and denied (deny wins); other.test unlisted.
+    static std::vector<std::string> network_flags() {
+        std::vector<std::string> flags = {
+            "--network", "allowlist", "--allow-preset", "registries", "--allow",
+            "network.access(example.test)", "--allow", "network.access(denied.test)", "--deny",
+            "network.access(denied.test)",
+            // git over plain HTTP (the preset has HTTPS only)
+            "--allow", "network.access(github.com:80)", "--no-user-settings"};
+        for (auto& flag : upstreams_->resolve_flags(kPinned)) {
+            flags.push_back(std::move(flag));
+        }
+        return flags;
+    }
+
+    std::vector<std::string> serve_flags() const {
+        std::vector<std::string> flags = network_flags();
+        flags.insert(flags.end(), {"--mode", "ci"});
+        return flags;
+    }
+
+    std::string bash(ServeProcess& serve, const std::string& command) {
+        return text_of(serve.call("bash", {{"command", command}, {"timeout_ms", 120000}}, nullptr,
+                                  std::chrono::seconds(150)));
+    }
+
+    static Upstreams* upstreams_;
+    TempDir workspace_{"stockade-net-ws"};
+    TempDir state_{"stockade-net-state"};
+};
+
+Upstreams* NetworkTest::upstreams_ = nullptr;
+
+TEST_F(NetworkTest, PipInstallNpmInstallAndGitCloneGoThroughWithTheRegistriesPreset) {
+    ServeProcess serve(workspace_.path(), state_.path(), serve_flags());
+    ASSERT_TRUE(serve.initialize().contains("result"));
+    const std::string ca = workspace_.sub("ca.pem");
+
+    const std::string pip =
+        bash(serve, "python3 -m venv /tmp/venv && PIP_CERT=" + ca +
+                        " /tmp/venv/bin/pip install --disable-pip-version-check --no-input "
+                        "--index-url https://pypi.org/simple tinypkg && /tmp/venv/bin/python -c "
+                        "'import tinypkg; print(\"tinypkg says\", tinypkg.VALUE)'");
+    EXPECT_THAT(
+        pip, AllOf(HasSubstr("Successfully installed tinypkg-1.0.0"), HasSubstr("tinypkg says 42"),
+                   HasSubstr("exit code 0"), Not(HasSubstr("network: refused"))));
+
+    const std::string npm =
+        bash(serve,
+             "mkdir -p /tmp/app && cd /tmp/app && echo '{\"name\":\"app\"}' > package.json "
+             "&& npm_config_cafile=" +
+                 ca +
+                 " npm install --no-audit --no-fund --loglevel=error tinypkg && node -e "
+                 "'console.log(\"tinypkg says\", require(\"tinypkg\"))'");
+    EXPECT_THAT(npm, AllOf(HasSubstr("tinypkg says 42"), HasSubstr("exit code 0"),
+                           Not(HasSubstr("network: refused"))));
+
+    const std::string git =
+        bash(serve, "GIT_SSL_CAINFO=" + ca +
+                        " git clone -q https://github.com/owner/tinyrepo.git /tmp/tinyrepo && cat "
+                        "/tmp/tinyrepo/README");
+    EXPECT_THAT(git, AllOf(HasSubstr("hello from tinyrepo"), HasSubstr("exit code 0"),
+                           Not(HasSubstr("network: refused"))));
+    const std::string plain_git =
+        bash(serve,
+             "git clone -q http://github.com/owner/tinyrepo.git /tmp/plain && cat "
+             "/tmp/plain/README");
+    EXPECT_THAT(plain_git, AllOf(HasSubstr("hello from tinyrepo"), HasSubstr("exit code 0")));
+
+    // Every connection is in the session's log, tied to the call that made it.
+    const std::vector<nlohmann::json> connections =
+        session_events(state_.path(), "NetworkConnection");
+    ASSERT_FALSE(connections.empty());
+    for (const auto& event : connections) {
+        EXPECT_NE(event.value("call", ""), "") << event.dump();
+        EXPECT_EQ(event.value("outcome", ""), "relayed") << event.dump();
+    }
+    const bool registry = std::any_of(connections.begin(), connections.end(), [](const auto& e) {
+        return e.value("host", "") == "registry.npmjs.org" && e.value("bytes_received", 0) > 0 &&
+               e.value("rule", "") != "";
+    });
+    EXPECT_TRUE(registry) << "npm's connections are recorded with their rule and bytes";
+}
+
+TEST_F(NetworkTest, WhatTheRulesDoNotAllowIsRefusedAndTheResultSaysSo) {
+    ServeProcess serve(workspace_.path(), state_.path(), serve_flags());
+    ASSERT_TRUE(serve.initialize().contains("result"));
+    const std::string ca = workspace_.sub("ca.pem");
+
+    const std::string allowed = bash(serve, "curl -sS --cacert " + ca +
+                                                " https://example.test/ && curl -sS "
+                                                "http://example.test/plain");
+    EXPECT_THAT(allowed, AllOf(HasSubstr("hello from example.test"), HasSubstr("exit code 0"),
+                               Not(HasSubstr("network: refused"))));
+
+    const std::string unlisted = bash(serve, "curl -sS --cacert " + ca + " https://other.test/");
+    EXPECT_THAT(unlisted, HasSubstr("network: refused 1 connection to other.test:443 (not in the "
+                                    "allowlist; the user can add network.access(other.test))"));
+    EXPECT_THAT(unlisted, Not(HasSubstr("exit code 0")));
+
+    const std::string denied =
+        bash(serve, "curl -sS http://denied.test/; curl -sS http://denied.test/again");
+    EXPECT_THAT(denied, HasSubstr("network: refused 2 connections to denied.test:80 (denied by "
+                                  "network.access(denied.test))"));
+
+    // Python's urllib and pip's requests follow the same variables; Node's https module does
+    // not read them, and cannot reach anything at all.
+    const std::string urllib = bash(
+        serve,
+        "python3 -c 'import ssl, urllib.request as u; "
+        "c = ssl.create_default_context(cafile=\"" +
+            ca + "\"); print(u.urlopen(\"https://example.test/\", context=c).read().decode())'");
+    EXPECT_THAT(urllib, AllOf(HasSubstr("hello from example.test"), HasSubstr("exit code 0")));
+}
+
+TEST_F(NetworkTest, RunTakesTheSameAllowlistAndReportsRefusalsOnStderr) {
+    std::vector<std::string> args = {"run", "--workspace", workspace_.path()};
+    for (auto& flag : network_flags()) {
+        args.push_back(std::move(flag));
+    }
+    args.insert(args.end(), {"--", "sh", "-c",
+                             "curl -sS --cacert ca.pem https://example.test/; curl -sS --cacert "
+                             "ca.pem https://other.test/; exit 0"});
+    RunConfig config;
+    config.cwd = workspace_.path();
+    const RunResult result = run_stockade(args, config);
+    EXPECT_EQ(result.exit_code, 0) << result.describe();
+    EXPECT_THAT(result.out, HasSubstr("hello from example.test")) << result.describe();
+    EXPECT_THAT(result.err,
+                HasSubstr("stockade run: network: refused 1 connection to other.test:443 (not in "
+                          "the allowlist; the user can add network.access(other.test))"))
+        << result.describe();
+}
+
+TEST_F(NetworkTest, AllowlistWithoutANetworkNamespaceIsRefusedNotRunOnTheHostNetwork) {
+    const RunResult result =
+        run_stockade({"run", "--workspace", workspace_.path(), "--network", "allowlist",
+                      "--isolation", "landlock", "--no-user-settings", "--", "true"});
+    EXPECT_EQ(result.exit_code, 77) << result.describe();
+    EXPECT_THAT(result.err, HasSubstr("--network allowlist needs a network namespace"))
+        << result.describe();
+}
+
+}  // namespace
+}  // namespace stockade::testing

@@ -1,0 +1,141 @@
+// Escapes through --network allowlist, tried from a serve session's bash (the path agents use):
+// the proxy must refuse what no rule may open — the cloud metadata address, loopback and the
+// host's own services, a name allowed by the rules that leads to an internal address, a TLS
+// name other than the one asked for, raw addresses — and nothing may leave the sandbox except
+// through it: no direct connection, no DNS.
+//
+// Every address here is loopback, the sandbox's own, or one that is never routed (link-local,
+// TEST-NET): nothing can leave the machine even if a check failed.
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/testing/sandbox_harness.h"
+#include "tests/testing/serve_client.h"
+#include "tests/testing/upstreams.h"
+
+namespace stockade::testing {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+class NetworkEscapeTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() { upstreams_ = new Upstreams(); }
+    static void TearDownTestSuite() {
+        delete upstreams_;
+        upstreams_ = nullptr;
+    }
+
+    void SetUp() override {
+        if (auto_isolation_level() != "full" && auto_isolation_level() != "namespaces") {
+            GTEST_SKIP() << "--network allowlist needs a network namespace; this host gives "
+                            "isolation level \""
+                         << auto_isolation_level() << "\"";
+        }
+        ASSERT_EQ(upstreams_->error(), "");
+        workspace_.write_file("ca.pem", upstreams_->ca_pem());
+        std::vector<std::string> flags = {
+            "--network", "allowlist", "--mode", "ci", "--no-user-settings",
+            // Rules that would open these if the proxy took the rules' word for it.
+            "--allow", "network.access(example.test)", "--allow", "network.access(localhost)",
+            "--allow", "network.access(169.254.169.254)", "--allow", "network.access(10.1.2.3)",
+            "--allow", "network.access(127.0.0.1)"};
+        for (auto& flag : upstreams_->resolve_flags({"example.test"})) {
+            flags.push_back(std::move(flag));
+        }
+        serve_ = std::make_unique<ServeProcess>(workspace_.path(), state_.path(), flags);
+        ASSERT_TRUE(serve_->initialize().contains("result"));
+    }
+
+    std::string bash(const std::string& command) {
+        return text_of(serve_->call("bash", {{"command", command}, {"timeout_ms", 60000}}, nullptr,
+                                    std::chrono::seconds(90)));
+    }
+
+    static Upstreams* upstreams_;
+    TempDir workspace_{"stockade-netesc-ws"};
+    TempDir state_{"stockade-netesc-state"};
+    std::unique_ptr<ServeProcess> serve_;
+};
+
+Upstreams* NetworkEscapeTest::upstreams_ = nullptr;
+
+TEST_F(NetworkEscapeTest, TheMetadataAddressIsRefusedWhateverTheRulesSay) {
+    const std::string out = bash("curl -sSf -m 10 http://169.254.169.254/latest/meta-data/");
+    EXPECT_THAT(out, HasSubstr("network: refused 1 connection to 169.254.169.254:80 "
+                               "(169.254.169.254 is the cloud metadata address, which is never "
+                               "reached through the proxy)"));
+    EXPECT_THAT(out, Not(HasSubstr("exit code 0")));
+}
+
+TEST_F(NetworkEscapeTest, AnAllowedNameThatLeadsToLoopbackIsRefused) {
+    // localhost resolves (from the host's /etc/hosts) to loopback: the host's own services.
+    const std::string by_name = bash("curl -sS -m 10 --noproxy '' http://localhost:" +
+                                     std::to_string(upstreams_->http_port()) + "/");
+    EXPECT_THAT(by_name,
+                AllOf(HasSubstr("network: refused 1 connection to localhost:"),
+                      HasSubstr("resolves to a loopback address"), Not(HasSubstr("hello from"))));
+    const std::string by_address = bash("curl -sS -m 10 --noproxy '' http://127.0.0.1:" +
+                                        std::to_string(upstreams_->http_port()) + "/");
+    EXPECT_THAT(by_address, AllOf(HasSubstr("network: refused 1 connection to 127.0.0.1:"),
+                                  Not(HasSubstr("hello from"))));
+    const std::string private_address = bash("curl -sS -m 10 http://10.1.2.3/");
+    EXPECT_THAT(private_address, HasSubstr("network: refused 1 connection to 10.1.2.3:80 "
+                                           "(10.1.2.3 is a private address"));
+}
+
+TEST_F(NetworkEscapeTest, ATlsNameOtherThanTheOneAskedForIsRefused) {
+    // CONNECT to an allowed name, then a ClientHello for another: domain fronting.
+    const std::string out = bash(
+        "python3 -c '\n"
+        "import socket, ssl\n"
+        "s = socket.create_connection((\"127.0.0.1\", 3128))\n"
+        "s.sendall(b\"CONNECT example.test:443 HTTP/1.1\\r\\nHost: "
+        "example.test:443\\r\\n\\r\\n\")\n"
+        "print(s.recv(4096).split(b\"\\r\\n\")[0].decode())\n"
+        "c = ssl.create_default_context(cafile=\"" +
+        workspace_.sub("ca.pem") +
+        "\")\n"
+        "try:\n"
+        "    t = c.wrap_socket(s, server_hostname=\"other.test\")\n"
+        "    print(\"handshake completed\")\n"
+        "except (OSError, ssl.SSLError) as e:\n"
+        "    print(\"handshake failed\")\n"
+        "'");
+    EXPECT_THAT(out, AllOf(HasSubstr("HTTP/1.1 200"), HasSubstr("handshake failed"),
+                           HasSubstr("network: refused 1 connection to example.test:443 (its TLS "
+                                     "server name \"other.test\" is not example.test)")));
+}
+
+TEST_F(NetworkEscapeTest, NothingLeavesExceptThroughTheProxy) {
+    // A direct connection: the sandbox's network namespace has only its own loopback.
+    const std::string direct = bash(
+        "curl -sS -m 5 --noproxy '*' http://192.0.2.1/; echo status=$?; curl -sS -m 5 --noproxy "
+        "'*' http://127.0.0.1:" +
+        std::to_string(upstreams_->http_port()) + "/; echo status=$?");
+    EXPECT_THAT(direct, AllOf(Not(HasSubstr("status=0")), Not(HasSubstr("hello from"))));
+    // No DNS: no name resolves inside, so nothing can be tunnelled through queries.
+    const std::string dns = bash(
+        "getent hosts example.test; echo getent=$?; python3 -c '\n"
+        "import socket\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "try:\n"
+        "    s.sendto(b\"\\x00\" * 32, (\"192.0.2.1\", 53)); print(\"sent\")\n"
+        "except OSError as e:\n"
+        "    print(\"udp\", e.strerror)\n"
+        "'");
+    EXPECT_THAT(dns, AllOf(Not(HasSubstr("getent=0")), HasSubstr("udp Network is unreachable")));
+    // The proxy itself does not speak for raw addresses no rule names.
+    const std::string raw = bash("curl -sS -m 10 http://192.0.2.1/");
+    EXPECT_THAT(raw, HasSubstr("network: refused 1 connection to 192.0.2.1:80 (not in the "
+                               "allowlist; the user can add network.access(192.0.2.1))"));
+}
+
+}  // namespace
+}  // namespace stockade::testing
