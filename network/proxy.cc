@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <ifaddrs.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -55,6 +54,7 @@ const char* outcome_name(Outcome outcome) noexcept {
 namespace {
 
 constexpr size_t kRelayChunk = 64 * 1024;  // a pipe's default capacity
+constexpr int kBulkPipe = 1 << 20;         // the largest an unprivileged process may ask for
 constexpr size_t kMaxHead = 64 * 1024;
 
 // This host's own addresses: a name that resolves to one of them reaches the host's services
@@ -247,6 +247,7 @@ private:
         UniqueFd pipe_read;  // the relay's pipe, made when the first bytes come
         UniqueFd pipe_write;
         size_t in_pipe = 0;                        // bytes read from `from`, not yet written
+        size_t chunk = kRelayChunk;                // the pipe's capacity
         std::unique_ptr<asio::steady_timer> wait;  // the bandwidth bound's pauses
         bool done = false;
     };
@@ -569,12 +570,16 @@ private:
             }
             d.pipe_read.reset(fds[0]);
             d.pipe_write.reset(fds[1]);
+            // A bigger pipe moves a bulk download in fewer, larger steps. Past the per-user
+            // budget for pipe memory the kernel refuses: the default 64 KiB then serves.
+            const int size = ::fcntl(fds[1], F_SETPIPE_SZ, kBulkPipe);
+            d.chunk = size > 0 ? static_cast<size_t>(size) : kRelayChunk;
         }
         constexpr unsigned kFlags = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
         for (;;) {
             if (d.in_pipe == 0) {
                 const ssize_t n = ::splice(d.from->native_handle(), nullptr, d.pipe_write.get(),
-                                           nullptr, kRelayChunk, kFlags);
+                                           nullptr, d.chunk, kFlags);
                 if (n == 0) {
                     direction_ended(d);
                     return;
