@@ -56,6 +56,7 @@ namespace {
 constexpr size_t kRelayChunk = 64 * 1024;  // a pipe's default capacity
 constexpr int kBulkPipe = 1 << 20;         // the largest an unprivileged process may ask for
 constexpr size_t kMaxHead = 64 * 1024;
+constexpr size_t kHeadChunk = 8192;  // read at a time while a head or a ClientHello comes
 
 // This host's own addresses: a name that resolves to one of them reaches the host's services
 // as surely as loopback does.
@@ -267,23 +268,49 @@ private:
     }
 
     void read_head() {
+        read_more([this](bool ok) {
+            if (!ok) {
+                record_.outcome = Outcome::kRefused;
+                record_.reason = "the client closed before its request was complete";
+                finish();
+                return;
+            }
+            on_head_bytes();
+        });
+    }
+
+    // Appends what the client sends next to head_, then calls next(true); next(false) when it
+    // closed or failed. Nothing runs once the connection has finished.
+    template <class Next>
+    void read_more(Next next) {
         const size_t have = head_.size();
-        head_.resize(have + 8192);
-        client_.async_read_some(asio::buffer(head_.data() + have, 8192),
-                                [self = shared_from_this(), have](error_code ec, size_t n) {
+        head_.resize(have + kHeadChunk);
+        client_.async_read_some(asio::buffer(head_.data() + have, kHeadChunk),
+                                [self = shared_from_this(), have, next = std::move(next)](
+                                    error_code ec, size_t n) mutable {
                                     self->head_.resize(have + n);
-                                    if (self->finished_) {
-                                        return;
+                                    if (!self->finished_) {
+                                        next(!ec);
                                     }
-                                    if (ec) {
-                                        self->record_.outcome = Outcome::kRefused;
-                                        self->record_.reason =
-                                            "the client closed before its request was complete";
-                                        self->finish();
-                                        return;
-                                    }
-                                    self->on_head_bytes();
                                 });
+    }
+
+    // Writes `bytes` to `socket`, then calls next(); a failed write ends the connection.
+    template <class Next>
+    void write_then(tcp::socket& socket, std::string bytes, Next next) {
+        auto out = std::make_shared<std::string>(std::move(bytes));
+        asio::async_write(socket, asio::buffer(*out),
+                          [self = shared_from_this(), out, next = std::move(next)](error_code ec,
+                                                                                   size_t) mutable {
+                              if (self->finished_) {
+                                  return;
+                              }
+                              if (ec) {
+                                  self->finish();
+                                  return;
+                              }
+                              next();
+                          });
     }
 
     void on_head_bytes() {
@@ -426,64 +453,35 @@ private:
         head_.clear();
         if (request_.kind == ProxyRequest::Kind::kForward) {
             // The origin gets the head rewritten for it, and the body that came with it.
-            auto out = std::make_shared<std::string>(std::move(request_.origin_head));
             record_.bytes_sent += leftover.size();
-            *out += leftover;
-            asio::async_write(upstream_, asio::buffer(*out),
-                              [self = shared_from_this(), out](error_code ec, size_t) {
-                                  if (self->finished_) {
-                                      return;
-                                  }
-                                  if (ec) {
-                                      self->finish();
-                                      return;
-                                  }
-                                  self->relay(true, true);
-                              });
+            write_then(upstream_, std::move(request_.origin_head) + leftover,
+                       [this] { relay(true, true); });
             return;
         }
-        static const std::string kEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
-        asio::async_write(client_, asio::buffer(kEstablished),
-                          [self = shared_from_this(), leftover = std::move(leftover)](
-                              error_code ec, size_t) mutable {
-                              if (self->finished_) {
-                                  return;
-                              }
-                              if (ec) {
-                                  self->finish();
-                                  return;
-                              }
-                              // The server may speak first (SSH, SMTP): its bytes flow at
-                              // once; the client's wait until their ClientHello is checked.
-                              // No deadline for the client's first bytes: a tunnel whose
-                              // server does the talking may stay silent as long as it likes.
-                              self->relay(false, true);
-                              self->head_ = std::move(leftover);
-                              self->check_hello();
-                          });
+        write_then(client_, "HTTP/1.1 200 Connection established\r\n\r\n",
+                   [this, leftover = std::move(leftover)]() mutable {
+                       // The server may speak first (SSH, SMTP): its bytes flow at once; the
+                       // client's wait until their ClientHello is checked. No deadline for
+                       // those: a tunnel whose server does the talking may stay silent.
+                       relay(false, true);
+                       head_ = std::move(leftover);
+                       check_hello();
+                   });
     }
 
     // The first bytes of a tunnel: a TLS ClientHello must name the host the CONNECT asked for.
     void check_hello() {
         const HelloParse hello = parse_client_hello(head_);
         switch (hello.status) {
-            case HelloStatus::kNeedMore: {
-                const size_t have = head_.size();
-                head_.resize(have + 8192);
-                client_.async_read_some(asio::buffer(head_.data() + have, 8192),
-                                        [self = shared_from_this(), have](error_code ec, size_t n) {
-                                            self->head_.resize(have + n);
-                                            if (self->finished_) {
-                                                return;
-                                            }
-                                            if (ec) {
-                                                self->finish();
-                                                return;
-                                            }
-                                            self->check_hello();
-                                        });
+            case HelloStatus::kNeedMore:
+                read_more([this](bool ok) {
+                    if (ok) {
+                        check_hello();
+                    } else {
+                        finish();
+                    }
+                });
                 return;
-            }
             case HelloStatus::kMalformed:
                 refuse_tunnel("its TLS ClientHello could not be read");
                 return;
@@ -499,21 +497,8 @@ private:
             case HelloStatus::kNoServerName:
                 break;
         }
-        timer_.cancel();
-        auto out = std::make_shared<std::string>(std::move(head_));
-        head_.clear();
-        record_.bytes_sent += out->size();
-        asio::async_write(upstream_, asio::buffer(*out),
-                          [self = shared_from_this(), out](error_code ec, size_t) {
-                              if (self->finished_) {
-                                  return;
-                              }
-                              if (ec) {
-                                  self->finish();
-                                  return;
-                              }
-                              self->relay(true, false);
-                          });
+        record_.bytes_sent += head_.size();
+        write_then(upstream_, std::exchange(head_, {}), [this] { relay(true, false); });
     }
 
     void refuse_tunnel(std::string reason) {

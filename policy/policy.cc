@@ -172,11 +172,11 @@ Result<Policy> Policy::load(std::span<const SettingsSource> sources, const Polic
                             bool grants) {
                 for (SandboxEntry& e : from) {
                     if (project && grants) {
-                        policy.warnings_.push_back(fmt::format(
-                            "{}: a project settings file cannot mount host paths or set "
-                            "variables in the sandbox (it comes with the repository); \"{}\" "
-                            "ignored",
-                            e.origin, e.value));
+                        policy.warnings_.push_back(
+                            fmt::format("{}: a project settings file cannot mount host paths, set "
+                                        "variables or pin names in the sandbox (it comes with the "
+                                        "repository); \"{}\" ignored",
+                                        e.origin, e.value));
                         continue;
                     }
                     to.push_back(std::move(e));
@@ -185,6 +185,7 @@ Result<Policy> Policy::load(std::span<const SettingsSource> sources, const Polic
             take(one.allow_read, policy.sandbox_.allow_read, true);
             take(one.allow_write, policy.sandbox_.allow_write, true);
             take(one.env, policy.sandbox_.env, true);
+            take(one.resolve, policy.sandbox_.resolve, true);
             take(one.deny_read, policy.sandbox_.deny_read, false);
             take(one.deny_write, policy.sandbox_.deny_write, false);
         }

@@ -262,6 +262,19 @@ private:
                         out_.rules.push_back(std::move(*rule));
                         return ok_status();
                     }));
+            } else if (key == "resolve") {
+                RETURN_IF_ERROR(parse_strings(
+                    value, child, "sandbox.network.resolve",
+                    [&](const std::string& v, const std::string& at) -> Status {
+                        if (v.find('=') == std::string::npos) {
+                            return error_at(offset(at),
+                                            fmt::format("sandbox.network.resolve: \"{}\" is not "
+                                                        "NAME[:PORT]=ADDRESS[:PORT]",
+                                                        v));
+                        }
+                        out_.sandbox.resolve.push_back(entry(v, at));
+                        return ok_status();
+                    }));
             } else if (key == "allowManagedDomainsOnly") {
                 if (!value.is_boolean()) {
                     return error_at(offset(child),

@@ -52,6 +52,9 @@ struct SandboxSettings {
     std::vector<SandboxEntry> deny_read{};
     std::vector<SandboxEntry> deny_write{};
     std::vector<SandboxEntry> env{};
+    // sandbox.network.resolve (stockade's own key): "NAME[:PORT]=ADDRESS[:PORT]", as --resolve
+    // pins a name for the allowlist proxy; from the operator's layers only (not a project's).
+    std::vector<SandboxEntry> resolve{};
 };
 
 struct Settings {

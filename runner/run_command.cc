@@ -471,6 +471,10 @@ int run_command(const RunOptions& flags) {
             fmt::print(stderr, "stockade run: warning: policy: {}\n", warning);
         }
         network_policy = std::make_unique<policy::Policy>(std::move(loaded).value());
+        if (auto pinned = add_settings_pins(*network_policy, config.network_pins); !pinned) {
+            fmt::print(stderr, "stockade run: {}\n", pinned.error().message);
+            return kExitUsage;
+        }
         auto started = SandboxNetwork::start(
             SandboxNetworkConfig{.policy = network_policy.get(),
                                  .pins = config.network_pins,

@@ -36,6 +36,19 @@ void add_refusal(std::vector<tools::NetworkRefusal>& list, const network::Connec
 
 }  // namespace
 
+Status add_settings_pins(const policy::Policy& policy, std::vector<network::ResolvePin>& pins) {
+    for (const policy::SandboxEntry& entry : policy.sandbox().resolve) {
+        auto pin = network::parse_resolve_pin(entry.value);
+        if (!pin) {
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("{}: sandbox.network.resolve \"{}\": {}", entry.origin,
+                                     entry.value, pin.error().message)};
+        }
+        pins.push_back(std::move(pin).value());
+    }
+    return {};
+}
+
 Result<std::unique_ptr<SandboxNetwork>> SandboxNetwork::start(SandboxNetworkConfig config) {
     if (config.policy == nullptr) {
         return Error{Errc::kInternal, "the allowlist network needs a policy"};

@@ -36,6 +36,11 @@ struct SandboxNetworkConfig {
     uint64_t bytes_per_second = 0;
 };
 
+// The pins of the policy's settings (sandbox.network.resolve, from the operator's layers),
+// after those of --resolve, which win for the same name and port. A malformed one is an error
+// naming the file and line.
+Status add_settings_pins(const policy::Policy& policy, std::vector<network::ResolvePin>& pins);
+
 class SandboxNetwork {
 public:
     // Starts the proxy's thread; a proxy that cannot start fails the session (or the run):

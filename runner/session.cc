@@ -207,6 +207,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     };
     std::function<void(UniqueFd)> on_proxy_listener;
     if (worker.network == sandbox::NetworkMode::kAllowlist) {
+        RETURN_IF_ERROR(add_settings_pins(*session->policy_, worker.network_pins));
         ASSIGN_OR_RETURN(session->network_,
                          SandboxNetwork::start(SandboxNetworkConfig{
                              .policy = session->policy_.get(),

@@ -544,6 +544,22 @@ void bring_up_loopback(const ChildPlan& plan) noexcept {
     ::close(fd);
 }
 
+// Hands `fd` to the supervisor over the report socket, as a message of `kind`.
+void send_to_supervisor(const ChildPlan& plan, ChildMessage::Kind kind, int fd,
+                        ChildStep step) noexcept {
+    ChildMessage msg;
+    msg.kind = kind;
+    iovec iov{&msg, sizeof msg};
+    FdControl<1> control;
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    attach_fds(mh, control, std::span<const int>(&fd, 1));
+    if (::sendmsg(plan.sync_fd, &mh, MSG_NOSIGNAL) < 0) {
+        fail(plan, step, errno);
+    }
+}
+
 // Network mode allowlist: the proxy's port on this namespace's loopback, taken before anything
 // untrusted runs, and handed to the supervisor, which accepts on it from outside. The sandbox
 // keeps no copy: connecting is all it can do.
@@ -560,17 +576,7 @@ void listen_for_proxy(const ChildPlan& plan) noexcept {
         ::listen(fd, SOMAXCONN) != 0) {
         fail(plan, ChildStep::kProxyListener, errno);
     }
-    ChildMessage msg;
-    msg.kind = ChildMessage::kProxyListener;
-    iovec iov{&msg, sizeof msg};
-    FdControl<1> control;
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    attach_fds(mh, control, std::span<const int>(&fd, 1));
-    if (::sendmsg(plan.sync_fd, &mh, MSG_NOSIGNAL) < 0) {
-        fail(plan, ChildStep::kProxyListener, errno);
-    }
+    send_to_supervisor(plan, ChildMessage::kProxyListener, fd, ChildStep::kProxyListener);
     ::close(fd);
 }
 
@@ -669,17 +675,7 @@ int open_terminal(const ChildPlan& plan) noexcept {
     if (slave < 0) {
         fail(plan, ChildStep::kPty, errno);
     }
-    ChildMessage msg;
-    msg.kind = ChildMessage::kPtyMaster;
-    iovec iov{&msg, sizeof msg};
-    FdControl<1> control;
-    msghdr mh{};
-    mh.msg_iov = &iov;
-    mh.msg_iovlen = 1;
-    attach_fds(mh, control, std::span<const int>(&master, 1));
-    if (::sendmsg(plan.sync_fd, &mh, MSG_NOSIGNAL) < 0) {
-        fail(plan, ChildStep::kSendPty, errno);
-    }
+    send_to_supervisor(plan, ChildMessage::kPtyMaster, master, ChildStep::kSendPty);
     ::close(master);
     return slave;
 }

@@ -49,25 +49,18 @@ const std::vector<std::string> kPinned = {"pypi.org",           "files.pythonhos
 
 class NetworkTest : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() { upstreams_ = new Upstreams(); }
-    static void TearDownTestSuite() {
-        delete upstreams_;
-        upstreams_ = nullptr;
-    }
-
     void SetUp() override {
-        if (auto_isolation_level() != "full" && auto_isolation_level() != "namespaces") {
-            GTEST_SKIP() << "--network allowlist needs a network namespace; this host gives "
-                            "isolation level \""
-                         << auto_isolation_level() << "\"";
+        if (const std::string why = allowlist_unavailable(); !why.empty()) {
+            GTEST_SKIP() << why;
         }
+        upstreams_ = &shared_upstreams();
         ASSERT_EQ(upstreams_->error(), "");
         workspace_.write_file("ca.pem", upstreams_->ca_pem());
     }
 
     // The flags of a session or run with the registries preset, our test names pinned, and:
     // example.test allowed; denied.test allowed and denied (deny wins); other.test unlisted.
-    static std::vector<std::string> network_flags() {
+    std::vector<std::string> network_flags() const {
         std::vector<std::string> flags = {
             "--network", "allowlist", "--allow-preset", "registries", "--allow",
             "network.access(example.test)", "--allow", "network.access(denied.test)", "--deny",
@@ -91,12 +84,10 @@ protected:
                                   std::chrono::seconds(150)));
     }
 
-    static Upstreams* upstreams_;
+    Upstreams* upstreams_ = nullptr;
     TempDir workspace_{"stockade-net-ws"};
     TempDir state_{"stockade-net-state"};
 };
-
-Upstreams* NetworkTest::upstreams_ = nullptr;
 
 TEST_F(NetworkTest, PipInstallNpmInstallAndGitCloneGoThroughWithTheRegistriesPreset) {
     ServeProcess serve(workspace_.path(), state_.path(), serve_flags());
@@ -197,6 +188,27 @@ TEST_F(NetworkTest, RunTakesTheSameAllowlistAndReportsRefusalsOnStderr) {
                 HasSubstr("stockade run: network: refused 1 connection to other.test:443 (not in "
                           "the allowlist; the user can add network.access(other.test))"))
         << result.describe();
+}
+
+TEST_F(NetworkTest, ASettingsFileCanHoldTheAllowlistAndThePins) {
+    TempDir settings{"stockade-net-settings"};
+    const std::string file = settings.write_file(
+        "settings.json",
+        nlohmann::json{
+            {"sandbox",
+             {{"network",
+               {{"allowedDomains", {"example.test"}},
+                {"resolve",
+                 {"example.test:443=127.0.0.1:" + std::to_string(upstreams_->https_port())}}}}}}}
+            .dump());
+    RunConfig config;
+    config.cwd = workspace_.path();
+    const RunResult result = run_stockade(
+        {"run", "--workspace", workspace_.path(), "--network", "allowlist", "--policy", file,
+         "--no-user-settings", "--", "curl", "-sS", "--cacert", "ca.pem", "https://example.test/"},
+        config);
+    EXPECT_EQ(result.exit_code, 0) << result.describe();
+    EXPECT_THAT(result.out, HasSubstr("hello from example.test")) << result.describe();
 }
 
 TEST_F(NetworkTest, AllowlistWithoutANetworkNamespaceIsRefusedNotRunOnTheHostNetwork) {

@@ -26,18 +26,11 @@ using ::testing::Not;
 
 class NetworkEscapeTest : public ::testing::Test {
 protected:
-    static void SetUpTestSuite() { upstreams_ = new Upstreams(); }
-    static void TearDownTestSuite() {
-        delete upstreams_;
-        upstreams_ = nullptr;
-    }
-
     void SetUp() override {
-        if (auto_isolation_level() != "full" && auto_isolation_level() != "namespaces") {
-            GTEST_SKIP() << "--network allowlist needs a network namespace; this host gives "
-                            "isolation level \""
-                         << auto_isolation_level() << "\"";
+        if (const std::string why = allowlist_unavailable(); !why.empty()) {
+            GTEST_SKIP() << why;
         }
+        upstreams_ = &shared_upstreams();
         ASSERT_EQ(upstreams_->error(), "");
         workspace_.write_file("ca.pem", upstreams_->ca_pem());
         std::vector<std::string> flags = {
@@ -58,13 +51,11 @@ protected:
                                     std::chrono::seconds(90)));
     }
 
-    static Upstreams* upstreams_;
+    Upstreams* upstreams_ = nullptr;
     TempDir workspace_{"stockade-netesc-ws"};
     TempDir state_{"stockade-netesc-state"};
     std::unique_ptr<ServeProcess> serve_;
 };
-
-Upstreams* NetworkEscapeTest::upstreams_ = nullptr;
 
 TEST_F(NetworkEscapeTest, TheMetadataAddressIsRefusedWhateverTheRulesSay) {
     const std::string out = bash("curl -sSf -m 10 http://169.254.169.254/latest/meta-data/");

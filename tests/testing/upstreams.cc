@@ -71,6 +71,20 @@ std::string Upstreams::ca_pem() const {
     return read_file_text(dir_.sub("site/ca.pem")).value_or("");
 }
 
+Upstreams& shared_upstreams() {
+    static Upstreams upstreams;
+    return upstreams;
+}
+
+std::string allowlist_unavailable() {
+    const std::string level = auto_isolation_level();
+    if (level == "full" || level == "namespaces") {
+        return "";
+    }
+    return "--network allowlist needs a network namespace; this host gives isolation level \"" +
+           level + "\"";
+}
+
 std::vector<std::string> Upstreams::resolve_flags(const std::vector<std::string>& names) const {
     std::vector<std::string> out;
     for (const auto& name : names) {

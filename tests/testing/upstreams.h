@@ -40,4 +40,11 @@ private:
     pid_t pid_ = -1;
 };
 
+// One Upstreams for the whole test process, started on first use and stopped at its exit.
+Upstreams& shared_upstreams();
+
+// Why --network allowlist cannot be tried on this host ("" when it can): it needs an isolation
+// level with a network namespace of the sandbox's own.
+std::string allowlist_unavailable();
+
 }  // namespace stockade::testing

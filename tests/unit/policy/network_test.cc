@@ -490,6 +490,29 @@ TEST(NetworkPolicyTest, TheManagedLockLeavesOnlyTheManagedLayersAllows) {
     EXPECT_EQ(std::count(warnings.begin(), warnings.end(), '\n'), 4) << warnings;
 }
 
+TEST(NetworkPolicyTest, PinsComeOnlyFromTheOperatorsSettings) {
+    // A pin may lead a name to a private address: a project's file (it comes with the
+    // repository) must not, the managed and user files may.
+    auto p = load({source(Layer::kManaged, kManagedPath,
+                          R"({"sandbox": {"network": {"resolve": ["pypi.org=10.0.0.5"]}}})"),
+                   source(Layer::kProject, kProjectPath,
+                          R"({"sandbox": {"network": {"resolve": ["github.com=127.0.0.1"]}}})")},
+                  Mode::kCi, {});
+    ASSERT_THAT(p, IsOk());
+    ASSERT_EQ(p->sandbox().resolve.size(), 1U);
+    EXPECT_EQ(p->sandbox().resolve[0].value, "pypi.org=10.0.0.5");
+    EXPECT_EQ(p->sandbox().resolve[0].origin, std::string(kManagedPath) + ":1");
+    EXPECT_THAT(joined(p->warnings()),
+                HasSubstr(std::string(kProjectPath) +
+                          ":1: a project settings file cannot mount host paths, set variables or "
+                          "pin names in the sandbox (it comes with the repository); "
+                          "\"github.com=127.0.0.1\" ignored"));
+    auto bad = load({source(Layer::kManaged, kManagedPath,
+                            R"({"sandbox": {"network": {"resolve": ["pypi.org"]}}})")},
+                    Mode::kCi, {});
+    EXPECT_THAT(bad, HasErrc(Errc::kInvalidArgument));
+}
+
 TEST(NetworkPolicyTest, TheLockBeatsAPermissivePreset) {
     auto p = load({source(Layer::kManaged, kManagedPath,
                           R"({"sandbox": {"network": {"allowManagedDomainsOnly": true}}})")},

@@ -426,6 +426,25 @@ TEST_F(ProcessToolTest, WaitUntilExit) {
     EXPECT_EQ(r.metadata["title"], "Process wait p1 \u00b7 exited 0");
 }
 
+TEST_F(ProcessToolTest, WaitSaysWhatTheAllowlistRefusedTheProcess) {
+    h.pm.add_background(
+        "npm install",
+        FakeScript{.final_output = "npm error network\r\n",
+                   .exit_code = 1,
+                   .network_refused = {{.host = "registry.example",
+                                        .port = 443,
+                                        .count = 3,
+                                        .reason = "not in the allowlist",
+                                        .hint = "the user can add "
+                                                "network.access(registry.example)"}}});
+    const ToolResult r = process({{"action", "wait"}, {"id", "p1"}});
+    EXPECT_NE(r.content.find("\nnetwork: refused 3 connections to registry.example:443 (not in "
+                             "the allowlist; the user can add network.access(registry.example))"),
+              std::string::npos)
+        << r.content;
+    EXPECT_EQ(r.metadata["network_refused"][0]["count"], 3);
+}
+
 TEST_F(ProcessToolTest, WaitStillRunning) {
     auto& p = h.pm.add_background("npm run build", FakeScript{.output = "[1/3] compile\r\n",
                                                               .keeps_running = true,
