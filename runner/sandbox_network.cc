@@ -140,7 +140,12 @@ network::Verdict SandboxNetwork::decide(const std::string& host, uint16_t port) 
         verdict.reason = fmt::format("denied by {}", outcome.rule->text);
         return verdict;
     }
-    verdict.reason = "not in the allowlist";
+    // An ask has nobody to answer it while a connection waits: refused, and said so.
+    verdict.reason = outcome.rule ? fmt::format(
+                                        "{} asks for the user's approval, which a "
+                                        "connection cannot wait for",
+                                        outcome.rule->text)
+                                  : std::string("not in the allowlist");
     verdict.hint = fmt::format("the user can add network.access({})", host);
     return verdict;
 }

@@ -38,6 +38,7 @@ policy::Policy load_rules(const std::string& settings, policy::Mode mode = polic
 
 const char* const kRules = R"json({
   "permissions": {"allow": ["network.access(*.example.com:443)"],
+                  "ask": ["network.access(ask.example.org)"],
                   "deny": ["network.access(evil.example.com)"]},
   "sandbox": {"network": {"allowedDomains": ["pypi.org"]}}
 })json";
@@ -56,6 +57,13 @@ TEST(SandboxNetworkTest, TheVerdictNamesTheRuleOrWhatWouldAllowIt) {
     EXPECT_FALSE(other_port.allow);
     EXPECT_EQ(other_port.reason, "not in the allowlist");
     EXPECT_EQ(other_port.hint, "the user can add network.access(api.example.com)");
+
+    network::Verdict asked = (*net)->decide("ask.example.org", 443);
+    EXPECT_FALSE(asked.allow);
+    EXPECT_EQ(asked.reason,
+              "network.access(ask.example.org) asks for the user's approval, which a connection "
+              "cannot wait for");
+    EXPECT_EQ(asked.hint, "the user can add network.access(ask.example.org)");
 
     network::Verdict denied = (*net)->decide("evil.example.com", 443);
     EXPECT_FALSE(denied.allow) << "deny wins over the wildcard's allow";
