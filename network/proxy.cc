@@ -158,10 +158,11 @@ class Connection;
 }  // namespace
 
 struct Proxy::Impl {
-    Impl(ProxyOptions opts, Decide d, Report r)
+    Impl(ProxyOptions opts, Decide d, Report r, Ask a)
         : options(std::move(opts)),
           decide(std::move(d)),
           report(std::move(r)),
+          ask(std::move(a)),
           throttle(options.bytes_per_second),
           own(own_addresses()) {}
 
@@ -173,6 +174,7 @@ struct Proxy::Impl {
     ProxyOptions options;
     Decide decide;
     Report report;
+    Ask ask;
     Throttle throttle;
     std::vector<asio::ip::address> own;
     std::unique_ptr<tcp::acceptor> acceptor;     // proxy thread only
@@ -338,6 +340,41 @@ private:
         if (proxy_.decide) {
             verdict = proxy_.decide(request_.target.host, request_.target.port);
         }
+        if (verdict.ask && proxy_.ask) {
+            ask_user(std::move(verdict));
+            return;
+        }
+        proceed(verdict);
+    }
+
+    // The connection waits, the ask's deadline its own, for the user's answer to come back on
+    // the proxy's thread; unanswered, it is refused as `unanswered` says.
+    void ask_user(Verdict unanswered) {
+        asking_ = true;
+        timer_.expires_after(proxy_.options.ask_timeout);
+        timer_.async_wait([self = shared_from_this(), unanswered](error_code ec) mutable {
+            if (ec || self->finished_ || !self->asking_) {
+                return;
+            }
+            self->asking_ = false;
+            unanswered.allow = false;
+            unanswered.reason += " (the user did not answer in time)";
+            self->proceed(unanswered);
+        });
+        Proxy::Answer answer = [self = shared_from_this()](Verdict verdict) {
+            asio::post(self->proxy_.io, [self, verdict = std::move(verdict)] {
+                if (self->finished_ || !self->asking_) {
+                    return;
+                }
+                self->asking_ = false;
+                self->timer_.cancel();
+                self->proceed(verdict);
+            });
+        };
+        proxy_.ask(record_, unanswered, std::move(answer));
+    }
+
+    void proceed(const Verdict& verdict) {
         record_.rule = verdict.rule;
         if (!verdict.allow) {
             record_.hint = verdict.hint;
@@ -669,6 +706,7 @@ private:
     ProxyRequest request_{};
     bool finished_ = false;
     bool reported_ = false;
+    bool asking_ = false;  // waiting for the user's answer
     ConnectionRecord record_{};
     Direction up_{};
     Direction down_{};
@@ -720,7 +758,8 @@ void Proxy::Impl::close_all() {
 
 Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Result<std::unique_ptr<Proxy>> Proxy::start(ProxyOptions options, Decide decide, Report report) {
+Result<std::unique_ptr<Proxy>> Proxy::start(ProxyOptions options, Decide decide, Report report,
+                                            Ask ask) {
     // Each connection holds two sockets and, while it moves bytes, two pipes: 256 of them need
     // more descriptors than the usual soft limit of 1,024. The hard limit is ours to take.
     rlimit files{};
@@ -728,7 +767,8 @@ Result<std::unique_ptr<Proxy>> Proxy::start(ProxyOptions options, Decide decide,
         files.rlim_cur = files.rlim_max;
         (void)::setrlimit(RLIMIT_NOFILE, &files);
     }
-    auto impl = std::make_unique<Impl>(std::move(options), std::move(decide), std::move(report));
+    auto impl = std::make_unique<Impl>(std::move(options), std::move(decide), std::move(report),
+                                       std::move(ask));
     Impl* raw = impl.get();
     try {
         raw->thread = std::thread([raw] {

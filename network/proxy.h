@@ -38,6 +38,9 @@ struct Verdict {
     std::string rule{};    // the rule that decided, as written; "" when no rule matched
     std::string reason{};  // refused: why, e.g. "not in the allowlist"
     std::string hint{};  // refused: what would allow it, e.g. "the user can add network.access(x)"
+    // The rules leave it to the user: with an Ask, the connection waits for their answer (at
+    // most ProxyOptions::ask_timeout); without one, or unanswered, it is refused as above.
+    bool ask = false;
 };
 
 enum class Outcome : uint8_t {
@@ -68,6 +71,7 @@ struct ProxyOptions {
     uint64_t bytes_per_second = 0;   // both directions of every connection together; 0: no bound
     std::chrono::milliseconds head_timeout{30'000};     // for the request head and a ClientHello
     std::chrono::milliseconds connect_timeout{15'000};  // resolving and connecting upstream
+    std::chrono::milliseconds ask_timeout{120'000};     // waiting for the user's answer
 };
 
 class Proxy {
@@ -75,9 +79,15 @@ public:
     // Called on the proxy's thread: keep them quick and never let them throw.
     using Decide = std::function<Verdict(const std::string& host, uint16_t port)>;
     using Report = std::function<void(const ConnectionRecord& record)>;
+    // Puts a Verdict::ask to the user, without blocking: `answer` (callable from any thread,
+    // once, while the proxy lives) gives their decision. `pending` has the tag, host and port.
+    using Answer = std::function<void(Verdict verdict)>;
+    using Ask = std::function<void(const ConnectionRecord& pending, const Verdict& unanswered,
+                                   Answer answer)>;
 
     // Starts the proxy's thread. It accepts nothing until serve() gives it a listener.
-    static Result<std::unique_ptr<Proxy>> start(ProxyOptions options, Decide decide, Report report);
+    static Result<std::unique_ptr<Proxy>> start(ProxyOptions options, Decide decide, Report report,
+                                                Ask ask = {});
     // Closes the listener and every connection (each reported), then joins the thread.
     ~Proxy();
     Proxy(const Proxy&) = delete;

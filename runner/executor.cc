@@ -8,8 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "common/defer.h"
 #include "common/log.h"
 #include "runner/policy_gate.h"
+#include "runner/sandbox_network.h"
 
 namespace stockade::runner {
 
@@ -113,6 +115,18 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
                 };
             }
             events.record("ToolStarted", {{"call", call_id}, {"tool", name}}, false);
+            // Connections its commands make may be put to the user while it runs. Not under
+            // 2026-07-28, where a question ends the call to be asked again from the start.
+            const bool asks_for_connections =
+                parts_.network != nullptr && info.elicit && info.protocol_version < "2026-07-28";
+            if (asks_for_connections) {
+                parts_.network->call_started(call_id, info.elicit);
+            }
+            const Defer asks_end([&] {
+                if (asks_for_connections) {
+                    parts_.network->call_ended(call_id);
+                }
+            });
             try {
                 result = (*call)->execute(ctx);
             } catch (const std::exception& e) {

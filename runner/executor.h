@@ -29,6 +29,8 @@
 
 namespace stockade::runner {
 
+class SandboxNetwork;
+
 // What the user allowed "for the session" in answer to an ask. Thread-safe.
 class SessionGrants {
 public:
@@ -55,6 +57,9 @@ struct ExecutorParts {
     // --network allowlist: the proxy decides each connection when it is made, so the
     // network.access a command implies is not asked about before it runs.
     bool network_at_connect = false;
+    // --network allowlist in local mode: while a call runs, the connections of the commands it
+    // started may be asked about through its elicitation (may be null).
+    SandboxNetwork* network = nullptr;
     bool ask_fallback_allow = false;  // --ask-fallback allow
     // A note for the model after the call's own output, once (the worker died since the last
     // call, ...); may be empty.

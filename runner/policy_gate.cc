@@ -202,18 +202,22 @@ AskPrompt ask_prompt(std::string_view tool, const nlohmann::json& arguments,
         "Asked because of {}.",
         tool, o == nullptr ? "this call" : describe_action(o->request), args,
         o == nullptr ? "the policy" : rule_clause(*o, preset));
-    prompt.schema = {{"type", "object"},
-                     {"properties",
-                      {{"decision",
-                        {{"type", "string"},
-                         {"title", "Decision"},
-                         {"description", "Allow once, allow for the rest of this session, or deny"},
-                         {"oneOf",
-                          {{{"const", "once"}, {"title", "Allow once"}},
-                           {{"const", "session"}, {"title", "Allow for the rest of this session"}},
-                           {{"const", "deny"}, {"title", "Deny"}}}}}}}},
-                     {"required", {"decision"}}};
+    prompt.schema = decision_schema();
     return prompt;
+}
+
+nlohmann::json decision_schema() {
+    return {{"type", "object"},
+            {"properties",
+             {{"decision",
+               {{"type", "string"},
+                {"title", "Decision"},
+                {"description", "Allow once, allow for the rest of this session, or deny"},
+                {"oneOf",
+                 {{{"const", "once"}, {"title", "Allow once"}},
+                  {{"const", "session"}, {"title", "Allow for the rest of this session"}},
+                  {{"const", "deny"}, {"title", "Deny"}}}}}}}},
+            {"required", {"decision"}}};
 }
 
 std::string grant_key(const policy::CapabilityRequest& request) {

@@ -48,6 +48,9 @@ struct AskPrompt {
     std::string message{};
     nlohmann::json schema = nlohmann::json::object();
 };
+// The form of every question: once, for the session, or deny (property "decision").
+nlohmann::json decision_schema();
+
 AskPrompt ask_prompt(std::string_view tool, const nlohmann::json& arguments,
                      const policy::CallDecision& decision, policy::Preset preset);
 

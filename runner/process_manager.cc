@@ -226,7 +226,7 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
     std::vector<std::string> env = request.env;
     if (config_.network != nullptr) {
         network_tag = fmt::format("c{}", next_tag_.fetch_add(1, std::memory_order_relaxed));
-        config_.network->command_started(network_tag, request.call_id);
+        config_.network->command_started(network_tag, request.call_id, request.command);
         std::vector<std::string> proxy = config_.network->command_env(network_tag);
         env.insert(env.begin(), proxy.begin(), proxy.end());  // the request's own come later
     }

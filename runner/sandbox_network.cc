@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "runner/policy_gate.h"
+
 namespace stockade::runner {
 
 namespace {
@@ -60,12 +62,28 @@ Result<std::unique_ptr<SandboxNetwork>> SandboxNetwork::start(SandboxNetworkConf
                               .max_connections = net->config_.max_connections,
                               .bytes_per_second = net->config_.bytes_per_second},
         [self](const std::string& host, uint16_t port) { return self->decide(host, port); },
-        [self](const network::ConnectionRecord& record) { self->record(record); });
+        [self](const network::ConnectionRecord& record) { self->record(record); },
+        [self](const network::ConnectionRecord& pending, const network::Verdict& unanswered,
+               network::Proxy::Answer answer) {
+            self->ask(pending, unanswered, std::move(answer));
+        });
     if (!proxy) {
         return std::move(proxy).error().wrap("start the network proxy (--network allowlist)");
     }
     net->proxy_ = std::move(proxy).value();
     return net;
+}
+
+SandboxNetwork::~SandboxNetwork() {
+    // The questions in flight answer to the proxy: they end first. Each ends with its
+    // elicitation (answered, timed out, or failed because the client is gone).
+    std::vector<std::jthread> asking;
+    {
+        std::lock_guard lock(mu_);
+        asking = std::move(asking_);
+    }
+    asking.clear();
+    proxy_.reset();
 }
 
 void SandboxNetwork::serve(UniqueFd listener) {
@@ -100,10 +118,29 @@ std::vector<std::string> SandboxNetwork::command_env(const std::string& tag) con
     };
 }
 
-void SandboxNetwork::command_started(const std::string& tag, const std::string& call_id) {
+void SandboxNetwork::command_started(const std::string& tag, const std::string& call_id,
+                                     const std::string& command) {
     std::lock_guard lock(mu_);
     calls_[tag] = call_id;
+    commands_[tag] = command;
     running_.insert(tag);
+}
+
+void SandboxNetwork::call_started(const std::string& call_id, mcp::ElicitFn elicit) {
+    std::lock_guard lock(mu_);
+    askers_[call_id] = std::move(elicit);
+}
+
+void SandboxNetwork::call_ended(const std::string& call_id) {
+    std::lock_guard lock(mu_);
+    askers_.erase(call_id);
+}
+
+std::string SandboxNetwork::command_of_locked(const std::string& tag) const {
+    if (!calls_.contains(tag) && running_.size() == 1) {
+        return *running_.begin();
+    }
+    return tag;
 }
 
 void SandboxNetwork::command_ended(const std::string& tag) {
@@ -123,12 +160,16 @@ std::vector<tools::NetworkRefusal> SandboxNetwork::all_refusals() const {
 }
 
 network::Verdict SandboxNetwork::decide(const std::string& host, uint16_t port) const {
-    const policy::RequestOutcome outcome = config_.policy->evaluate_one(
-        policy::CapabilityRequest{.kind = policy::CapabilityKind::kNetworkAccess,
-                                  .tool = "bash",
-                                  .host = host,
-                                  .port = port});
+    const policy::CapabilityRequest request{
+        .kind = policy::CapabilityKind::kNetworkAccess, .tool = "bash", .host = host, .port = port};
     network::Verdict verdict;
+    if (config_.grants != nullptr && config_.grants->has(grant_key(request))) {
+        verdict.allow = true;
+        verdict.rule = "the user's answer for this session";
+        return verdict;
+    }
+    const policy::RequestOutcome outcome = config_.policy->evaluate_one(request);
+    verdict.ask = outcome.decision == policy::Decision::kAsk;
     verdict.allow = outcome.decision == policy::Decision::kAllow;
     if (outcome.rule) {
         verdict.rule = outcome.rule->text;
@@ -152,14 +193,12 @@ network::Verdict SandboxNetwork::decide(const std::string& host, uint16_t port) 
 
 void SandboxNetwork::record(const network::ConnectionRecord& r) {
     std::string call;
-    std::string tag = r.tag;
+    std::string tag;
     bool by_elimination = false;
     {
         std::lock_guard lock(mu_);
-        if (!calls_.contains(tag) && running_.size() == 1) {
-            tag = *running_.begin();
-            by_elimination = true;
-        }
+        tag = command_of_locked(r.tag);
+        by_elimination = tag != r.tag;
         if (auto it = calls_.find(tag); it != calls_.end()) {
             call = it->second;
         }
@@ -193,6 +232,82 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
         fields["reason"] = r.reason;
     }
     config_.events->record("NetworkConnection", std::move(fields), false);
+}
+
+void SandboxNetwork::ask(const network::ConnectionRecord& pending,
+                         const network::Verdict& unanswered, network::Proxy::Answer answer) {
+    // A few questions at a time: a command that tries a hundred hosts gets its refusals.
+    constexpr size_t kMaxWaiting = 4;
+    mcp::ElicitFn elicit;
+    std::string call;
+    std::string command;
+    {
+        std::lock_guard lock(mu_);
+        const std::string tag = command_of_locked(pending.tag);
+        if (auto it = calls_.find(tag); it != calls_.end()) {
+            call = it->second;
+            command = commands_[tag];
+        }
+        if (auto it = askers_.find(call); it != askers_.end() && waiting_ < kMaxWaiting) {
+            elicit = it->second;
+            ++waiting_;
+        }
+    }
+    if (!elicit) {
+        // Nobody to ask: the call that started the command has returned, its client cannot be
+        // asked, or enough questions wait already.
+        answer(unanswered);
+        return;
+    }
+    const std::string target = fmt::format("{}:{}", pending.host, pending.port);
+    std::lock_guard lock(mu_);
+    asking_.emplace_back([this, elicit = std::move(elicit), answer = std::move(answer), call,
+                          command, target, pending, unanswered] {
+        mcp::ElicitRequest question{
+            .message = fmt::format(
+                "Allow a command of the agent to connect to {}?\nCommand: {}\nAsked because "
+                "{}.",
+                target, command.empty() ? std::string("(unknown)") : command,
+                unanswered.rule.empty() ? std::string("no rule allows it")
+                                        : fmt::format("of the rule {}", unanswered.rule)),
+            .requested_schema = decision_schema(),
+            .timeout = config_.ask_timeout};
+        auto reply = elicit(question);
+        const std::string action = reply ? reply->action : std::string("error");
+        std::string choice;
+        if (reply && reply->action == "accept" && reply->content.is_object()) {
+            choice = reply->content.value("decision", "");
+        }
+        if (config_.events != nullptr) {
+            config_.events->record(
+                "NetworkAnswered",
+                {{"call", call}, {"target", target}, {"action", action}, {"decision", choice}},
+                true);
+        }
+        network::Verdict verdict = unanswered;
+        if (choice == "once" || choice == "session") {
+            if (choice == "session" && config_.grants != nullptr) {
+                config_.grants->add(grant_key(
+                    policy::CapabilityRequest{.kind = policy::CapabilityKind::kNetworkAccess,
+                                              .tool = "bash",
+                                              .host = pending.host,
+                                              .port = pending.port}));
+            }
+            verdict =
+                network::Verdict{.allow = true,
+                                 .rule = choice == "once" ? "the user's answer (once)"
+                                                          : "the user's answer for this session"};
+        } else {
+            verdict.allow = false;
+            verdict.reason =
+                fmt::format("the user declined it ({})", choice.empty() ? action : choice);
+        }
+        {
+            std::lock_guard inner(mu_);
+            --waiting_;
+        }
+        answer(std::move(verdict));
+    });
 }
 
 }  // namespace stockade::runner

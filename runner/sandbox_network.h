@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/event_sink.h"
@@ -23,6 +24,8 @@
 #include "network/address.h"
 #include "network/proxy.h"
 #include "policy/policy.h"
+#include "runner/executor.h"
+#include "runner/mcp/tool_host.h"
 #include "tools/process_manager.h"
 
 namespace stockade::runner {
@@ -34,6 +37,10 @@ struct SandboxNetworkConfig {
     EventSink* events = nullptr;  // "NetworkConnection" events; may be null (stockade run)
     size_t max_connections = 256;
     uint64_t bytes_per_second = 0;
+    // Local mode: a connection the rules leave to the user is put to them through the call
+    // that started its command (call_started), and "for the session" answers are kept here.
+    SessionGrants* grants = nullptr;
+    std::chrono::milliseconds ask_timeout{120'000};
 };
 
 // The pins of the policy's settings (sandbox.network.resolve, from the operator's layers),
@@ -53,11 +60,16 @@ public:
     // The environment of a command whose connections carry `tag`.
     [[nodiscard]] std::vector<std::string> command_env(const std::string& tag) const;
     // The tool call that started the command with `tag` (its connections' events name it).
-    void command_started(const std::string& tag, const std::string& call_id);
+    void command_started(const std::string& tag, const std::string& call_id,
+                         const std::string& command = "");
     // The command's leader has ended. A connection that carries no tag (its client ignored the
     // proxy's credentials, or spoke to the proxy by hand) is the command's when it is the only
     // one running.
     void command_ended(const std::string& tag);
+    // While the tool call `call_id` runs, a connection of a command it started that the rules
+    // leave to the user is asked about through `elicit` (the call's own question channel).
+    void call_started(const std::string& call_id, mcp::ElicitFn elicit);
+    void call_ended(const std::string& call_id);
     // What the proxy refused the command with `tag`, by target, first refusal first.
     [[nodiscard]] std::vector<tools::NetworkRefusal> refusals(const std::string& tag) const;
     // Every refusal so far, whoever made it (stockade run's summary).
@@ -67,9 +79,19 @@ public:
     // `policy explain`.
     [[nodiscard]] network::Verdict decide(const std::string& host, uint16_t port) const;
 
+    ~SandboxNetwork();
+    SandboxNetwork(const SandboxNetwork&) = delete;
+    SandboxNetwork& operator=(const SandboxNetwork&) = delete;
+
 private:
     explicit SandboxNetwork(SandboxNetworkConfig config) : config_(std::move(config)) {}
     void record(const network::ConnectionRecord& record);
+    // The proxy's Ask: on a thread of its own, through the elicitation of the call that started
+    // the connection's command; refused at once when there is none.
+    void ask(const network::ConnectionRecord& pending, const network::Verdict& unanswered,
+             network::Proxy::Answer answer);
+    // The tag a connection counts against: its own, or the only command running. mu_ held.
+    [[nodiscard]] std::string command_of_locked(const std::string& tag) const;
 
     SandboxNetworkConfig config_;
     mutable std::mutex mu_;
@@ -78,7 +100,12 @@ private:
     // tag → refusals by target, in the order first seen; guarded by mu_
     std::map<std::string, std::vector<tools::NetworkRefusal>> refused_;
     std::vector<tools::NetworkRefusal> all_refused_;  // guarded by mu_
-    std::unique_ptr<network::Proxy> proxy_;           // last: stopped first
+    std::map<std::string, std::string> commands_;     // tag → command text; guarded by mu_
+    std::map<std::string, mcp::ElicitFn> askers_;     // call id → its elicit; guarded by mu_
+    std::unique_ptr<network::Proxy> proxy_;
+    // The questions in flight (joined, before the proxy they answer to goes); guarded by mu_.
+    std::vector<std::jthread> asking_;
+    size_t waiting_ = 0;  // questions not yet answered; guarded by mu_
 };
 
 }  // namespace stockade::runner

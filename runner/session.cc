@@ -208,13 +208,13 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     std::function<void(UniqueFd)> on_proxy_listener;
     if (worker.network == sandbox::NetworkMode::kAllowlist) {
         RETURN_IF_ERROR(add_settings_pins(*session->policy_, worker.network_pins));
-        ASSIGN_OR_RETURN(session->network_,
-                         SandboxNetwork::start(SandboxNetworkConfig{
-                             .policy = session->policy_.get(),
-                             .pins = worker.network_pins,
-                             .events = session->log_.get(),
-                             .max_connections = worker.network_max_connections,
-                             .bytes_per_second = worker.network_bytes_per_second}));
+        ASSIGN_OR_RETURN(session->network_, SandboxNetwork::start(SandboxNetworkConfig{
+                                                .policy = session->policy_.get(),
+                                                .pins = worker.network_pins,
+                                                .events = session->log_.get(),
+                                                .max_connections = worker.network_max_connections,
+                                                .bytes_per_second = worker.network_bytes_per_second,
+                                                .grants = &session->grants_}));
         on_proxy_listener = [network = session->network_.get()](UniqueFd listener) {
             network->serve(std::move(listener));
         };
@@ -268,6 +268,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         .where = session_request_context(session->workspace_, session->network_mode_),
         .host_network = session->network_mode_ == sandbox::NetworkMode::kHost,
         .network_at_connect = session->network_mode_ == sandbox::NetworkMode::kAllowlist,
+        .network = session->network_.get(),
         .ask_fallback_allow = config.policy.ask_fallback == "allow",
         .session_note = [worker = session->worker_.get()] {
             return worker->take_loss_note();

@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -327,6 +328,66 @@ describe('bash and process with the official TypeScript SDK', () => {
             await new Promise((r) => setTimeout(r, 100));
         }
         assert.equal(count, '0', 'the cancelled command is gone');
+    });
+});
+
+describe('a connection the rules leave to the user is asked about while its call runs', () => {
+    // --network allowlist in local mode: no rule names asked.test or other.test, so the
+    // preset's ask reaches the user through the bash call that started curl.
+    const isStockade = server.args.includes('serve');
+    const answers = [];
+    const questions = [];
+    let upstream;
+    let sdk;
+
+    before(async () => {
+        if (!isStockade) return;
+        upstream = http.createServer((req, res) => res.end(`hello from ${req.headers.host}\n`));
+        await new Promise((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+        const port = upstream.address().port;
+        sdk = await connectSdk({
+            extraArgs: ['--network', 'allowlist', '--no-user-settings',
+                '--resolve', `asked.test:80=127.0.0.1:${port}`,
+                '--resolve', `other.test:80=127.0.0.1:${port}`],
+            capabilities: { elicitation: {} },
+            onElicit: async (request) => {
+                questions.push(request.params);
+                return answers.shift() ?? { action: 'cancel' };
+            },
+        });
+    });
+
+    after(async () => {
+        await sdk?.client.close();
+        upstream?.close();
+    });
+
+    const curl = (host) => sdk.client.callTool({
+        name: 'bash', arguments: { command: `curl -sS http://${host}/` },
+    });
+
+    test('once, for the session, and declined', async (t) => {
+        if (!isStockade) { t.skip('not stockade serve'); return; }
+        answers.push({ action: 'accept', content: { decision: 'once' } });
+        const once = await curl('asked.test');
+        assert.match(textOf(once), /hello from asked\.test/);
+        assert.equal(questions.length, 1);
+        assert.match(questions[0].message, /connect to asked\.test:80/);
+        assert.match(questions[0].message, /curl -sS http:\/\/asked\.test\//);
+        assert.deepEqual(questions[0].requestedSchema.required, ['decision']);
+
+        answers.push({ action: 'accept', content: { decision: 'session' } });
+        assert.match(textOf(await curl('asked.test')), /hello from asked\.test/);
+        assert.equal(questions.length, 2, '"once" is not remembered');
+        assert.match(textOf(await curl('asked.test')), /hello from asked\.test/);
+        assert.equal(questions.length, 2, 'a session answer is not asked again');
+
+        answers.push({ action: 'decline' });
+        const declined = await curl('other.test');
+        assert.doesNotMatch(textOf(declined), /hello from/);
+        assert.match(textOf(declined),
+            /network: refused 1 connection to other\.test:80 \(the user declined it \(decline\); the user can add network\.access\(other\.test\)\)/);
+        assert.equal(questions.length, 3);
     });
 });
 

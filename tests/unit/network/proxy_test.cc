@@ -388,11 +388,11 @@ private:
 class ProxyTest : public testing::Test {
 protected:
     // Starts the proxy with these options and hands it a listener of the test's making.
-    void start(ProxyOptions options = {}) {
+    void start(ProxyOptions options = {}, Proxy::Ask ask = {}) {
         auto started = Proxy::start(
             std::move(options),
             [this](const std::string& host, uint16_t port) { return decide(host, port); },
-            [this](const ConnectionRecord& record) { records_.add(record); });
+            [this](const ConnectionRecord& record) { records_.add(record); }, std::move(ask));
         ASSERT_TRUE(started.has_value());
         proxy_ = std::move(*started);
         port_ = serve_new_listener();
@@ -410,6 +410,13 @@ protected:
     Verdict decide(const std::string& host, uint16_t port) {
         std::lock_guard lock(decide_mu_);
         decided_.push_back(host + ":" + std::to_string(port));
+        if (host.starts_with("asked.")) {
+            return Verdict{.allow = false,
+                           .rule = "",
+                           .reason = "not in the allowlist",
+                           .hint = "the user can add network.access(asked.test)",
+                           .ask = true};
+        }
         if (host.starts_with("refused.")) {
             return Verdict{.allow = false,
                            .rule = "network.deny(refused.*)",
@@ -920,6 +927,46 @@ TEST_F(ProxyTest, ServeReplacesTheListener) {
     }
     records_.wait_for(2);
     EXPECT_EQ(upstream.accepted(), 2U);
+}
+
+TEST_F(ProxyTest, AnAskWaitsForTheAnswerFromAnotherThread) {
+    Upstream upstream(echo);
+    std::vector<std::jthread> answering;
+    std::vector<std::string> asked;
+    start({.pins = {pin("asked.test", 7, upstream.port())}},
+          [&](const ConnectionRecord& pending, const Verdict&, Proxy::Answer answer) {
+              asked.push_back(pending.host + " " + pending.tag);
+              answering.emplace_back([answer = std::move(answer)] {
+                  std::this_thread::sleep_for(milliseconds(50));
+                  answer(Verdict{.allow = true, .rule = "the user's answer (once)"});
+              });
+          });
+    UniqueFd client = tunnel("asked.test:7");
+    ASSERT_TRUE(send_all(client.get(), "ping"));
+    EXPECT_EQ(read_exactly(client.get(), 4), "ping");
+    EXPECT_EQ(asked, std::vector<std::string>{"asked.test c7"});
+    client.reset();
+    const auto records = records_.wait_for(1);
+    ASSERT_EQ(records.size(), 1U);
+    EXPECT_EQ(records[0].outcome, Outcome::kRelayed);
+    EXPECT_EQ(records[0].rule, "the user's answer (once)");
+}
+
+TEST_F(ProxyTest, AnUnansweredAskIsRefusedAtItsDeadline) {
+    std::vector<Proxy::Answer> never;  // kept, never called
+    start({.ask_timeout = milliseconds(200)},
+          [&](const ConnectionRecord&, const Verdict&, Proxy::Answer answer) {
+              never.push_back(std::move(answer));
+          });
+    UniqueFd client = connect_to(port_);
+    ASSERT_TRUE(send_all(client.get(), connect_head("asked.test:443")));
+    EXPECT_THAT(read_to_end(client.get()), StartsWith("HTTP/1.1 403"));
+    const auto records = records_.wait_for(1);
+    ASSERT_EQ(records.size(), 1U);
+    EXPECT_EQ(records[0].outcome, Outcome::kRefused);
+    EXPECT_EQ(records[0].reason, "not in the allowlist (the user did not answer in time)");
+    EXPECT_EQ(records[0].hint, "the user can add network.access(asked.test)");
+    proxy_.reset();  // before the answers it handed out
 }
 
 }  // namespace
