@@ -566,8 +566,11 @@ private:
     }
 
     // Waits until `d.from` has bytes (or its end) to move.
-    void pump(Direction& d) {
-        d.from->async_wait(tcp::socket::wait_read, [self = shared_from_this(), &d](error_code ec) {
+    void pump(Direction& d) { transfer_when(*d.from, tcp::socket::wait_read, d); }
+
+    // Waits until `socket` is ready for `what`, then moves `d` on; an error ends the connection.
+    void transfer_when(tcp::socket& socket, tcp::socket::wait_type what, Direction& d) {
+        socket.async_wait(what, [self = shared_from_this(), &d](error_code ec) {
             if (self->finished_) {
                 return;
             }
@@ -640,17 +643,7 @@ private:
                     continue;
                 }
                 if (errno == EAGAIN) {
-                    d.to->async_wait(tcp::socket::wait_write,
-                                     [self = shared_from_this(), &d](error_code ec) {
-                                         if (self->finished_) {
-                                             return;
-                                         }
-                                         if (ec) {
-                                             self->finish();
-                                             return;
-                                         }
-                                         self->transfer(d);
-                                     });
+                    transfer_when(*d.to, tcp::socket::wait_write, d);
                 } else {
                     finish();
                 }

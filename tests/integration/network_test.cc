@@ -47,17 +47,8 @@ const std::vector<std::string> kPinned = {"pypi.org",           "files.pythonhos
                                           "example.test",       "denied.test",
                                           "other.test"};
 
-class NetworkTest : public ::testing::Test {
+class NetworkTest : public AllowlistTest {
 protected:
-    void SetUp() override {
-        if (const std::string why = allowlist_unavailable(); !why.empty()) {
-            GTEST_SKIP() << why;
-        }
-        upstreams_ = &shared_upstreams();
-        ASSERT_EQ(upstreams_->error(), "");
-        workspace_.write_file("ca.pem", upstreams_->ca_pem());
-    }
-
     // The flags of a session or run with the registries preset, our test names pinned, and:
     // example.test allowed; denied.test allowed and denied (deny wins); other.test unlisted.
     std::vector<std::string> network_flags() const {
@@ -83,10 +74,6 @@ protected:
         return text_of(serve.call("bash", {{"command", command}, {"timeout_ms", 120000}}, nullptr,
                                   std::chrono::seconds(150)));
     }
-
-    Upstreams* upstreams_ = nullptr;
-    TempDir workspace_{"stockade-net-ws"};
-    TempDir state_{"stockade-net-state"};
 };
 
 TEST_F(NetworkTest, PipInstallNpmInstallAndGitCloneGoThroughWithTheRegistriesPreset) {

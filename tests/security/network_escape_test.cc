@@ -24,15 +24,13 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-class NetworkEscapeTest : public ::testing::Test {
+class NetworkEscapeTest : public AllowlistTest {
 protected:
     void SetUp() override {
-        if (const std::string why = allowlist_unavailable(); !why.empty()) {
-            GTEST_SKIP() << why;
+        AllowlistTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) {
+            return;
         }
-        upstreams_ = &shared_upstreams();
-        ASSERT_EQ(upstreams_->error(), "");
-        workspace_.write_file("ca.pem", upstreams_->ca_pem());
         std::vector<std::string> flags = {
             "--network", "allowlist", "--mode", "ci", "--no-user-settings",
             // Rules that would open these if the proxy took the rules' word for it.
@@ -51,9 +49,6 @@ protected:
                                     std::chrono::seconds(90)));
     }
 
-    Upstreams* upstreams_ = nullptr;
-    TempDir workspace_{"stockade-netesc-ws"};
-    TempDir state_{"stockade-netesc-state"};
     std::unique_ptr<ServeProcess> serve_;
 };
 

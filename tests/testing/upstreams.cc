@@ -85,6 +85,15 @@ std::string allowlist_unavailable() {
            level + "\"";
 }
 
+void AllowlistTest::SetUp() {
+    if (const std::string why = allowlist_unavailable(); !why.empty()) {
+        GTEST_SKIP() << why;
+    }
+    upstreams_ = &shared_upstreams();
+    ASSERT_EQ(upstreams_->error(), "");
+    workspace_.write_file("ca.pem", upstreams_->ca_pem());
+}
+
 std::vector<std::string> Upstreams::resolve_flags(const std::vector<std::string>& names) const {
     std::vector<std::string> out;
     for (const auto& name : names) {

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "tests/testing/sandbox_harness.h"
 
 namespace stockade::testing {
@@ -46,5 +48,16 @@ Upstreams& shared_upstreams();
 // Why --network allowlist cannot be tried on this host ("" when it can): it needs an isolation
 // level with a network namespace of the sandbox's own.
 std::string allowlist_unavailable();
+
+// A test of --network allowlist: skipped (with the reason) where the host cannot give one;
+// otherwise the shared upstreams run and the workspace holds their CA as ca.pem.
+class AllowlistTest : public ::testing::Test {
+protected:
+    void SetUp() override;
+
+    Upstreams* upstreams_ = nullptr;
+    TempDir workspace_{"stockade-net-ws"};
+    TempDir state_{"stockade-net-state"};
+};
 
 }  // namespace stockade::testing
