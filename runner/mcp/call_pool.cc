@@ -53,6 +53,11 @@ std::shared_ptr<Call> CallPool::find(const std::string& key) const {
     return it == calls_.end() ? nullptr : it->second;
 }
 
+std::size_t CallPool::size() const {
+    std::lock_guard lock(mu_);
+    return calls_.size();
+}
+
 std::size_t CallPool::shutdown() {
     std::size_t stopped = 0;
     {

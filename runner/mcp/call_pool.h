@@ -45,6 +45,9 @@ public:
     // The call running or waiting under `key`, or null.
     std::shared_ptr<Call> find(const std::string& key) const;
 
+    // Calls running or waiting.
+    [[nodiscard]] std::size_t size() const;
+
     // Requests stop on every call (one still waiting then starts with its stop requested, and
     // `run` should return at once), waits for all of them, and refuses later submits. Returns
     // how many calls it stopped.

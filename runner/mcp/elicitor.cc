@@ -44,7 +44,7 @@ Error client_error(const json& error) {
 
 }  // namespace
 
-Elicitor::Elicitor(MessageWriter& out, std::size_t max_message_bytes, json server_info)
+Elicitor::Elicitor(Outbox& out, std::size_t max_message_bytes, json server_info)
     : out_(out), max_message_bytes_(max_message_bytes), server_info_(std::move(server_info)) {}
 
 Result<ElicitResponse> Elicitor::elicit(Call& call, const ElicitRequest& request) {
@@ -77,7 +77,7 @@ Result<ElicitResponse> Elicitor::by_request(Call& call, const ElicitRequest& req
     }
     SPDLOG_LOGGER_INFO(logger(), "mcp elicitation sent call={} request={}",
                        jsonrpc::id_text(call.id), id);
-    out_.send(std::move(line));
+    out_.post(std::move(line), Route{.request = call.key, .last = false});
 
     const auto deadline =
         std::chrono::steady_clock::now() + std::min(request.timeout, kMaxElicitTimeout);
@@ -104,11 +104,12 @@ Result<ElicitResponse> Elicitor::by_request(Call& call, const ElicitRequest& req
         SPDLOG_LOGGER_INFO(logger(), "mcp elicitation withdrawn call={} request={} why={}",
                            jsonrpc::id_text(call.id), id, cancelled ? "call cancelled" : "timeout");
         // Tells the client to close the question (2025-11-25 cancellation).
-        out_.send(jsonrpc::encode_notification(
-            "notifications/cancelled",
-            {{"requestId", id},
-             {"reason", cancelled ? "The tool call was cancelled."
-                                  : "The server stopped waiting for an answer."}}));
+        out_.post(jsonrpc::encode_notification(
+                      "notifications/cancelled",
+                      {{"requestId", id},
+                       {"reason", cancelled ? "The tool call was cancelled."
+                                            : "The server stopped waiting for an answer."}}),
+                  Route{.request = call.key, .last = false});
         if (cancelled) {
             return elicit_error(Errc::kCancelled, "the call was cancelled");
         }

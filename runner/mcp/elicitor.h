@@ -25,7 +25,7 @@
 #include "runner/mcp/call.h"
 #include "runner/mcp/elicitation.h"
 #include "runner/mcp/jsonrpc.h"
-#include "runner/mcp/message_writer.h"
+#include "runner/mcp/outbox.h"
 #include "runner/mcp/tool_host.h"
 
 namespace stockade::mcp {
@@ -33,7 +33,7 @@ namespace stockade::mcp {
 class Elicitor {
 public:
     // `server_info` goes in the _meta of input_required results.
-    Elicitor(MessageWriter& out, std::size_t max_message_bytes, nlohmann::json server_info);
+    Elicitor(Outbox& out, std::size_t max_message_bytes, nlohmann::json server_info);
 
     // Asks the question of `request` for `call`, in the call's era. Thread: the call's.
     Result<ElicitResponse> elicit(Call& call, const ElicitRequest& request);
@@ -68,7 +68,7 @@ private:
     Result<ElicitResponse> by_request(Call& call, const ElicitRequest& request);
     Result<ElicitResponse> by_input_required(Call& call, const ElicitRequest& request);
 
-    MessageWriter& out_;
+    Outbox& out_;
     const std::size_t max_message_bytes_;
     const nlohmann::json server_info_;
     std::mutex mu_;

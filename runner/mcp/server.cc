@@ -4,102 +4,28 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <array>
-#include <atomic>
 #include <cerrno>
-#include <cmath>
 #include <cstdint>
 #include <exception>
-#include <mutex>
-#include <optional>
 #include <string_view>
-#include <utility>
-#include <variant>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
-#include "runner/mcp/call.h"
-#include "runner/mcp/call_pool.h"
-#include "runner/mcp/elicitation.h"
-#include "runner/mcp/elicitor.h"
-#include "runner/mcp/jsonrpc.h"
 #include "runner/mcp/line_framer.h"
 #include "runner/mcp/message_writer.h"
-#include "runner/mcp/protocol.h"
 
 namespace stockade::mcp {
 
 namespace {
-
-using jsonrpc::ErrorCode;
-using nlohmann::json;
 
 constexpr std::size_t kReadChunk = std::size_t{64} << 10;
 
 std::shared_ptr<spdlog::logger> logger() {
     static const auto runner_logger = log::get("runner");
     return runner_logger;
-}
-
-json server_info(const ServerOptions& options) {
-    json info = {{"name", options.name}, {"version", options.version}};
-    if (!options.title.empty()) {
-        info["title"] = options.title;
-    }
-    return info;
-}
-
-json server_capabilities() {
-    return {{"tools", {{"listChanged", false}}}};
-}
-
-json text_result(std::string text, bool is_error) {
-    return {{"content", json::array({{{"type", "text"}, {"text", std::move(text)}}})},
-            {"isError", is_error}};
-}
-
-// CallToolResult. The host's metadata goes out as the result's _meta. Structured content, when
-// the host gives one, goes out as structuredContent and, when the text is empty, also as
-// serialized JSON in the text block (the spec's backwards-compatibility advice).
-json call_result_json(ToolCallResult result, bool modern) {
-    const bool has_structured =
-        modern ? !result.structured.is_null() : result.structured.is_object();
-    if (result.text.empty() && has_structured) {
-        result.text = jsonrpc::dump(result.structured);
-    }
-    json out = text_result(std::move(result.text), result.is_error);
-    if (has_structured) {
-        out["structuredContent"] = std::move(result.structured);
-    }
-    if (result.meta.is_object() && !result.meta.empty()) {
-        out["_meta"] = std::move(result.meta);
-    }
-    return out;
-}
-
-std::vector<std::string> tool_names(const std::vector<ToolInfo>& tools) {
-    std::vector<std::string> names;
-    names.reserve(tools.size());
-    for (const auto& tool : tools) {
-        names.push_back(tool.name);
-    }
-    return names;
-}
-
-// Unknown tool: a protocol error (-32602) per the MCP tools spec, naming what exists.
-std::string unknown_tool_error(const json& id, const std::string& name,
-                               const std::vector<std::string>& known) {
-    std::string list;
-    for (const auto& tool : known) {
-        list += list.empty() ? tool : ", " + tool;
-    }
-    return jsonrpc::encode_error(id, ErrorCode::kInvalidParams,
-                                 "Unknown tool: \"" + name + "\". Known tools: " + list + ".",
-                                 {{"knownTools", known}});
 }
 
 // Makes the stop eventfd readable. Async-signal-safe. A failed write means the counter is
@@ -111,562 +37,57 @@ void signal_stop(int fd) noexcept {
     }
 }
 
-}  // namespace
-
-// One connection: the reader (the thread in run()), the writer lock, and the call pool.
-// One connection, in the order a message travels: the reader (the thread in run()) frames and
-// decodes lines and dispatches them; tools/call are run by the call pool; replies go out
-// through the writer; questions to the user go through the elicitor.
-class McpServer::Connection {
-public:
-    Connection(ToolHost& host, const ServerOptions& options, int out_fd, int stop_fd)
-        : host_(host),
-          options_(options),
-          stop_fd_(stop_fd),
-          out_(out_fd, [stop_fd] { signal_stop(stop_fd); }),
-          elicitor_(out_, options.max_message_bytes, server_info(options)),
-          pool_(CallPoolLimits{.threads = options.max_concurrent_calls,
-                               .max_calls = options.max_pending_calls,
-                               .max_bytes = options.max_pending_bytes}) {}
-
-    Status serve(int in_fd) {
-        Status status = ok_status();
-        try {
-            status = read_loop(in_fd);
-        } catch (const std::exception& e) {
-            status = Error{.code = Errc::kInternal,
-                           .message = std::string("mcp server: ") + e.what(),
-                           .sys_errno = 0};
+void deliver_lines(Connection& connection, std::vector<FramedLine>& lines) {
+    for (auto& line : lines) {
+        if (line.oversized) {
+            connection.reject_oversized();
+        } else {
+            connection.deliver(line.text);
         }
-        shutdown();
-        return status;
     }
+    lines.clear();
+}
 
-private:
-    // ---- reader ------------------------------------------------------------------------------
-
-    Status read_loop(int in_fd) {
-        LineFramer framer(options_.max_message_bytes);
-        std::vector<FramedLine> lines;
-        std::vector<char> buffer(kReadChunk);
-        std::array<pollfd, 2> fds{pollfd{.fd = in_fd, .events = POLLIN, .revents = 0},
-                                  pollfd{.fd = stop_fd_, .events = POLLIN, .revents = 0}};
-        for (;;) {
-            if (::poll(fds.data(), fds.size(), -1) < 0) {
-                if (errno == EINTR) {
-                    continue;
-                }
-                return errno_error("poll mcp input", errno);
-            }
-            if (fds[1].revents != 0) {
-                SPDLOG_LOGGER_INFO(logger(), "mcp server stop requested");
-                return ok_status();
-            }
-            if (fds[0].revents == 0) {
+// Frames the lines of in_fd and delivers them, until EOF, an error, or stop_fd is readable.
+Status read_loop(Connection& connection, std::size_t max_message_bytes, int in_fd, int stop_fd) {
+    LineFramer framer(max_message_bytes);
+    std::vector<FramedLine> lines;
+    std::vector<char> buffer(kReadChunk);
+    std::array<pollfd, 2> fds{pollfd{.fd = in_fd, .events = POLLIN, .revents = 0},
+                              pollfd{.fd = stop_fd, .events = POLLIN, .revents = 0}};
+    for (;;) {
+        if (::poll(fds.data(), fds.size(), -1) < 0) {
+            if (errno == EINTR) {
                 continue;
             }
-            const ssize_t n = ::read(in_fd, buffer.data(), buffer.size());
-            if (n < 0) {
-                if (errno == EINTR || errno == EAGAIN) {
-                    continue;
-                }
-                return errno_error("read mcp input", errno);
+            return errno_error("poll mcp input", errno);
+        }
+        if (fds[1].revents != 0) {
+            SPDLOG_LOGGER_INFO(logger(), "mcp server stop requested");
+            return ok_status();
+        }
+        if (fds[0].revents == 0) {
+            continue;
+        }
+        const ssize_t n = ::read(in_fd, buffer.data(), buffer.size());
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) {
+                continue;
             }
-            if (n == 0) {
-                framer.finish(lines);
-                handle_lines(lines);
-                SPDLOG_LOGGER_INFO(logger(), "mcp input closed");
-                return ok_status();
-            }
-            framer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), lines);
-            handle_lines(lines);
+            return errno_error("read mcp input", errno);
         }
+        if (n == 0) {
+            framer.finish(lines);
+            deliver_lines(connection, lines);
+            SPDLOG_LOGGER_INFO(logger(), "mcp input closed");
+            return ok_status();
+        }
+        framer.feed(std::string_view(buffer.data(), static_cast<std::size_t>(n)), lines);
+        deliver_lines(connection, lines);
     }
+}
 
-    void handle_lines(std::vector<FramedLine>& lines) {
-        for (auto& line : lines) {
-            handle_line(line);
-        }
-        lines.clear();
-    }
-
-    void handle_line(const FramedLine& line) {
-        if (line.oversized) {
-            SPDLOG_LOGGER_WARN(logger(), "mcp message over limit discarded limit_bytes={}",
-                               options_.max_message_bytes);
-            out_.send(jsonrpc::encode_error(nullptr, ErrorCode::kInvalidRequest,
-                                            "message exceeds the " +
-                                                std::to_string(options_.max_message_bytes) +
-                                                "-byte limit and was discarded"));
-            return;
-        }
-        if (line.text.find_first_not_of(" \t\r") == std::string::npos) {
-            return;
-        }
-        auto decoded = jsonrpc::decode(line.text);
-        if (auto* failure = std::get_if<jsonrpc::DecodeFailure>(&decoded)) {
-            SPDLOG_LOGGER_DEBUG(logger(), "mcp message rejected code={} reason={}",
-                                static_cast<int>(failure->code), failure->message);
-            out_.send(jsonrpc::encode_error(failure->id, failure->code, failure->message));
-            return;
-        }
-        auto& message = std::get<jsonrpc::Message>(decoded);
-        if (auto* request = std::get_if<jsonrpc::Request>(&message)) {
-            try {
-                handle_request(*request, line.text.size());
-            } catch (const std::exception& e) {
-                SPDLOG_LOGGER_ERROR(logger(), "mcp request failed method={} what={}",
-                                    request->method, e.what());
-                send_error(request->id, ErrorCode::kInternalError, "Internal error");
-            }
-        } else if (auto* notification = std::get_if<jsonrpc::Notification>(&message)) {
-            try {
-                handle_notification(*notification);
-            } catch (const std::exception& e) {
-                SPDLOG_LOGGER_ERROR(logger(), "mcp notification failed method={} what={}",
-                                    notification->method, e.what());
-            }
-        } else {
-            // A response is never answered: the client's answer to one of our questions.
-            elicitor_.deliver(std::get<jsonrpc::Response>(message));
-        }
-    }
-
-    // ---- dispatch ----------------------------------------------------------------------------
-
-    // `bytes`: the size of the request as it arrived, for the bound on what waits in memory.
-    void handle_request(jsonrpc::Request& request, std::size_t bytes) {
-        const std::string& method = request.method;
-        SPDLOG_LOGGER_DEBUG(logger(), "mcp request method={} id={}", method,
-                            jsonrpc::id_text(request.id));
-        if (!request.params.is_null() && !request.params.is_object()) {
-            send_error(request.id, ErrorCode::kInvalidParams, "params must be an object");
-            return;
-        }
-        auto resolved = resolve_protocol(request.params, session_);
-        if (auto* error = std::get_if<ProtocolError>(&resolved)) {
-            out_.send(jsonrpc::encode_error(request.id, error->code, error->message, error->data));
-            return;
-        }
-        auto& protocol = std::get<RequestProtocol>(resolved);
-        if (method == "initialize") {
-            if (protocol.stateless && protocol.modern) {
-                // A request that declares 2026-07-28 in its own _meta is served under it, and
-                // that revision has no handshake: the method does not exist there.
-                send_error(request.id, ErrorCode::kMethodNotFound,
-                           "Method not found: initialize (protocol " + protocol.version +
-                               " has no handshake; call server/discover, or send initialize "
-                               "without the per-request _meta for a 2025 revision)");
-                return;
-            }
-            handle_initialize(request);
-            return;
-        }
-        if (method == "tools/call") {
-            handle_call(request, std::move(protocol), bytes);
-        } else if (method == "tools/list") {
-            handle_list(request, protocol);
-        } else if (method == "server/discover") {
-            handle_discover(request, protocol);
-        } else if (method == "ping" && !protocol.modern) {
-            send_result(request.id, json::object(), protocol);
-        } else {
-            // ping is gone from 2026-07-28 (SEP-2575), like every method we do not implement.
-            send_error(request.id, ErrorCode::kMethodNotFound, "Method not found: " + method);
-        }
-    }
-
-    void handle_initialize(const jsonrpc::Request& request) {
-        const json& params = request.params;
-        auto version = params.is_object() ? params.find("protocolVersion") : json::const_iterator();
-        if (!params.is_object() || version == params.end() || !version->is_string()) {
-            send_error(request.id, ErrorCode::kInvalidParams,
-                       "initialize needs params.protocolVersion (a string)");
-            return;
-        }
-        const auto& requested = version->get_ref<const std::string&>();
-        if (session_.initialized) {
-            SPDLOG_LOGGER_WARN(logger(), "mcp initialize repeated; renegotiating");
-        }
-        session_.initialized = true;
-        session_.version = negotiate_initialize_version(requested);
-        session_.client_info = params.value("clientInfo", json(nullptr));
-        session_.client_capabilities = params.value("capabilities", json::object());
-        if (!session_.client_capabilities.is_object()) {
-            session_.client_capabilities = json::object();
-        }
-        SPDLOG_LOGGER_INFO(logger(), "mcp initialize client={} requested={} negotiated={}",
-                           jsonrpc::dump(session_.client_info), requested, session_.version);
-        json result = {{"protocolVersion", session_.version},
-                       {"capabilities", server_capabilities()},
-                       {"serverInfo", server_info(options_)}};
-        if (!options_.instructions.empty()) {
-            result["instructions"] = options_.instructions;
-        }
-        send(jsonrpc::encode_result(request.id, std::move(result)));
-    }
-
-    void handle_discover(const jsonrpc::Request& request, const RequestProtocol& protocol) {
-        if (!protocol.stateless) {
-            send_error(request.id, ErrorCode::kInvalidParams,
-                       "server/discover needs params._meta with \"" +
-                           std::string(kMetaProtocolVersion) + "\" and \"" +
-                           std::string(kMetaClientCapabilities) + "\"");
-            return;
-        }
-        json versions = json::array();
-        for (auto v : supported_versions()) {
-            versions.push_back(std::string(v));
-        }
-        json result = {{"supportedVersions", std::move(versions)},
-                       {"capabilities", server_capabilities()},
-                       {"serverInfo", server_info(options_)},
-                       {"ttlMs", options_.cache_ttl.count()},
-                       {"cacheScope", "private"}};
-        if (!options_.instructions.empty()) {
-            result["instructions"] = options_.instructions;
-        }
-        RequestProtocol as_modern = protocol;
-        as_modern.modern = true;  // a 2026-07-28 method: always the modern result shape
-        send_result(request.id, std::move(result), as_modern);
-    }
-
-    void handle_list(const jsonrpc::Request& request, const RequestProtocol& protocol) {
-        if (request.params.is_object()) {
-            if (auto cursor = request.params.find("cursor");
-                cursor != request.params.end() && !cursor->is_null()) {
-                send_error(request.id, ErrorCode::kInvalidParams,
-                           "Invalid cursor: tools/list returns every tool in one page");
-                return;
-            }
-        }
-        auto tools = list_tools(request.id);
-        if (!tools) {
-            return;
-        }
-        json entries = json::array();
-        for (const auto& tool : *tools) {
-            entries.push_back(tool_json(tool));
-        }
-        json result = {{"tools", std::move(entries)}};
-        if (protocol.modern) {
-            result["ttlMs"] = options_.cache_ttl.count();
-            result["cacheScope"] = "private";
-        }
-        send_result(request.id, std::move(result), protocol);
-    }
-
-    void handle_call(const jsonrpc::Request& request, RequestProtocol protocol, std::size_t bytes) {
-        const json& params = request.params;
-        auto name = params.is_object() ? params.find("name") : json::const_iterator();
-        if (!params.is_object() || name == params.end() || !name->is_string()) {
-            send_error(request.id, ErrorCode::kInvalidParams,
-                       "tools/call needs params.name (a string)");
-            return;
-        }
-        json arguments = json::object();
-        if (auto args = params.find("arguments"); args != params.end() && !args->is_null()) {
-            if (!args->is_object()) {
-                send_error(request.id, ErrorCode::kInvalidParams,
-                           "tools/call params.arguments must be an object");
-                return;
-            }
-            arguments = *args;
-        }
-        const auto& tool_name = name->get_ref<const std::string&>();
-        json input_responses;
-        json carried_answers = json::object();
-        if (protocol.modern) {
-            // Multi round-trip requests: the answers to an earlier input_required result.
-            if (auto r = params.find("inputResponses"); r != params.end() && !r->is_null()) {
-                if (!r->is_object()) {
-                    send_error(request.id, ErrorCode::kInvalidParams,
-                               "tools/call params.inputResponses must be an object");
-                    return;
-                }
-                input_responses = *r;
-            }
-            if (auto st = params.find("requestState"); st != params.end() && !st->is_null()) {
-                if (!st->is_string()) {
-                    send_error(request.id, ErrorCode::kInvalidParams,
-                               "tools/call params.requestState must be a string");
-                    return;
-                }
-                auto answers =
-                    elicitor_.open_state(st->get_ref<const std::string&>(), tool_name, arguments);
-                if (!answers) {
-                    SPDLOG_LOGGER_WARN(logger(), "mcp requestState rejected call={} why={}",
-                                       jsonrpc::id_text(request.id), answers.error().message);
-                    send_error(request.id, ErrorCode::kInvalidParams,
-                               "Invalid requestState: " + answers.error().message);
-                    return;
-                }
-                carried_answers = std::move(*answers);
-            }
-        }
-        auto tools = list_tools(request.id);
-        if (!tools) {
-            return;
-        }
-        auto known = tool_names(*tools);
-        if (std::find(known.begin(), known.end(), tool_name) == known.end()) {
-            SPDLOG_LOGGER_INFO(logger(), "mcp unknown tool call={} tool={}",
-                               jsonrpc::id_text(request.id), tool_name);
-            send(unknown_tool_error(request.id, tool_name, known));
-            return;
-        }
-
-        auto call = std::make_shared<Call>();
-        call->id = request.id;
-        call->key = jsonrpc::id_key(request.id);
-        call->name = tool_name;
-        call->arguments = std::move(arguments);
-        call->protocol = std::move(protocol);
-        call->known_tools = std::move(known);
-        call->input_responses = std::move(input_responses);
-        call->carried_answers = std::move(carried_answers);
-        call->bytes = bytes;
-        const auto submitted = pool_.submit(
-            call, [this](const std::shared_ptr<Call>& admitted) { run_and_reply(admitted); });
-        switch (submitted.admission) {
-            case CallPool::Admission::kAdmitted:
-                return;
-            case CallPool::Admission::kDuplicateId:
-                send_error(request.id, ErrorCode::kInvalidRequest,
-                           "request id " + call->key + " is already used by a call in progress");
-                return;
-            case CallPool::Admission::kFull:
-                SPDLOG_LOGGER_WARN(logger(),
-                                   "mcp call refused: pool full call={} pending={} bytes={}",
-                                   jsonrpc::id_text(request.id), submitted.calls, submitted.bytes);
-                send(call_result_line(
-                    *call, ToolCallResult{
-                               .text = "Stockade already has " + std::to_string(submitted.calls) +
-                                       " tool calls running or waiting (" +
-                                       std::to_string(submitted.bytes >> 20) +
-                                       " MiB of arguments). Wait for some of them to finish, "
-                                       "then retry this call.",
-                               .is_error = true,
-                               .meta = nullptr,
-                               .structured = nullptr,
-                               .unknown_tool = false}));
-                return;
-            case CallPool::Admission::kClosed:
-                SPDLOG_LOGGER_INFO(logger(), "mcp call after shutdown dropped call={}",
-                                   jsonrpc::id_text(request.id));
-                return;
-        }
-    }
-
-    void handle_notification(const jsonrpc::Notification& notification) {
-        const std::string& method = notification.method;
-        if (method == "notifications/cancelled") {
-            const json& params = notification.params;
-            auto id = params.is_object() ? params.find("requestId") : json::const_iterator();
-            if (!params.is_object() || id == params.end() || !jsonrpc::is_valid_id(*id)) {
-                SPDLOG_LOGGER_DEBUG(logger(), "mcp malformed cancellation ignored");
-                return;
-            }
-            auto reason = params.find("reason");
-            cancel(*id, reason != params.end() && reason->is_string() ? reason->get<std::string>()
-                                                                      : std::string());
-        } else if (method == "notifications/initialized") {
-            SPDLOG_LOGGER_DEBUG(logger(), "mcp client initialized");
-        } else {
-            SPDLOG_LOGGER_DEBUG(logger(), "mcp notification ignored method={}", method);
-        }
-    }
-
-    void cancel(const json& id, const std::string& reason) {
-        const std::shared_ptr<Call> call = pool_.find(jsonrpc::id_key(id));
-        if (call == nullptr) {
-            // Unknown or already answered: the spec lets us ignore it.
-            SPDLOG_LOGGER_DEBUG(logger(), "mcp cancellation for no call in progress id={}",
-                                jsonrpc::id_text(id));
-            return;
-        }
-        SPDLOG_LOGGER_INFO(logger(), "mcp call cancelled call={} tool={} reason={}",
-                           jsonrpc::id_text(id), call->name, reason);
-        call->cancelled_by_client = true;
-        call->stop.request_stop();
-    }
-
-    std::optional<std::vector<ToolInfo>> list_tools(const json& id) {
-        try {
-            return host_.list_tools();
-        } catch (const std::exception& e) {
-            SPDLOG_LOGGER_ERROR(logger(), "tool host list_tools failed: {}", e.what());
-            send_error(id, ErrorCode::kInternalError, "Internal error: listing the tools failed");
-            return std::nullopt;
-        }
-    }
-
-    // ---- calls ------------------------------------------------------------------------------
-
-    // Runs a call on a pool thread, then gives its slot back before the reply leaves: a client
-    // that has the reply may reuse the id, and the bytes, at once.
-    void run_and_reply(const std::shared_ptr<Call>& call) {
-        std::optional<std::string> reply = run_call(call);
-        pool_.release(*call);
-        if (reply) {
-            send(std::move(*reply));
-        }
-    }
-
-    // The reply to a call: its result, an error, or nothing (cancelled: the MCP receiver
-    // SHOULD NOT respond to a cancelled request).
-    std::optional<std::string> run_call(const std::shared_ptr<Call>& shared_call) {
-        Call& call = *shared_call;
-        const std::string request_id = jsonrpc::id_text(call.id);
-        if (call.stop.stop_requested()) {
-            SPDLOG_LOGGER_INFO(logger(), "mcp call dropped before start call={} tool={}",
-                               request_id, call.name);
-            return std::nullopt;
-        }
-        CallInfo info{
-            .request_id = request_id,
-            .stop = call.stop.get_token(),
-            .progress =
-                [this, shared_call](double done, std::optional<double> total, std::string message) {
-                    report_progress(*shared_call, done, total, std::move(message));
-                },
-            .protocol_version = call.protocol.version,
-            .client_info = call.protocol.client_info,
-            .client_capabilities = call.protocol.client_capabilities,
-            .elicit = supports_form_elicitation(call.protocol.client_capabilities)
-                          ? ElicitFn([this, shared_call](const ElicitRequest& request) {
-                                return elicitor_.elicit(*shared_call, request);
-                            })
-                          : ElicitFn()};
-        SPDLOG_LOGGER_INFO(logger(), "mcp call start call={} tool={}", request_id, call.name);
-        const auto start = std::chrono::steady_clock::now();
-        std::optional<ToolCallResult> result;
-        try {
-            result = host_.call_tool(call.name, call.arguments, info);
-        } catch (const std::exception& e) {
-            SPDLOG_LOGGER_ERROR(logger(), "mcp call threw call={} tool={} what={}", request_id,
-                                call.name, e.what());
-        } catch (...) {
-            SPDLOG_LOGGER_ERROR(logger(), "mcp call threw call={} tool={}", request_id, call.name);
-        }
-        {
-            std::lock_guard lock(call.progress_mu);
-            call.finished = true;
-        }
-        const auto dur_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::steady_clock::now() - start)
-                                .count();
-        if (call.stop.stop_requested()) {
-            if (!call.cancelled_by_client && !closing_) {
-                if (auto reply = elicitor_.input_required_reply(call)) {
-                    SPDLOG_LOGGER_INFO(logger(),
-                                       "mcp call end call={} tool={} input_required dur_ms={}",
-                                       request_id, call.name, dur_ms);
-                    return reply;
-                }
-            }
-            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} cancelled dur_ms={}",
-                               request_id, call.name, dur_ms);
-            return std::nullopt;
-        }
-        if (!result) {
-            return jsonrpc::encode_error(
-                call.id, ErrorCode::kInternalError,
-                "Internal error: tool \"" + call.name + "\" failed unexpectedly");
-        }
-        SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} is_error={} dur_ms={}",
-                           request_id, call.name, result->is_error, dur_ms);
-        if (result->unknown_tool) {
-            return unknown_tool_error(call.id, call.name, call.known_tools);
-        }
-        return call_result_line(call, std::move(*result));
-    }
-
-    std::string call_result_line(const Call& call, ToolCallResult result) {
-        json body = call_result_json(std::move(result), call.protocol.modern);
-        std::string line =
-            jsonrpc::encode_result(call.id, decorate(std::move(body), call.protocol));
-        if (line.size() > options_.max_message_bytes) {
-            SPDLOG_LOGGER_WARN(logger(), "mcp call result over limit call={} bytes={}",
-                               jsonrpc::id_text(call.id), line.size());
-            json replaced = text_result(
-                "The result of this call was " + std::to_string(line.size()) + " bytes, over the " +
-                    std::to_string(options_.max_message_bytes) +
-                    "-byte message limit, and was dropped. Ask for less output (a narrower "
-                    "range, a more specific pattern) and retry.",
-                true);
-            line = jsonrpc::encode_result(call.id, decorate(std::move(replaced), call.protocol));
-        }
-        return line;
-    }
-
-    void report_progress(Call& call, double done, std::optional<double> total,
-                         std::string message) {
-        if (call.protocol.progress_token.is_null() || !std::isfinite(done)) {
-            return;
-        }
-        std::lock_guard lock(call.progress_mu);
-        if (call.finished || call.stop.stop_requested() ||
-            (call.last_progress.has_value() && done <= *call.last_progress)) {
-            return;
-        }
-        call.last_progress = done;
-        json params = {{"progressToken", call.protocol.progress_token}, {"progress", done}};
-        if (total.has_value() && std::isfinite(*total)) {
-            params["total"] = *total;
-        }
-        if (!message.empty()) {
-            params["message"] = std::move(message);
-        }
-        // Written under progress_mu so that notifications leave in the order of their values
-        // and never after the response (which is sent once `finished` is set).
-        send(jsonrpc::encode_notification("notifications/progress", std::move(params)));
-    }
-
-    void shutdown() {
-        closing_ = true;
-        elicitor_.close();  // legacy questions fail at once: nobody is left to answer them
-        if (const std::size_t cancelled = pool_.shutdown(); cancelled > 0) {
-            SPDLOG_LOGGER_INFO(logger(), "mcp shutdown cancelled calls count={}", cancelled);
-        }
-    }
-
-    // ---- output ------------------------------------------------------------------------------
-
-    // 2026-07-28 results carry resultType and the server's identity in _meta.
-    json decorate(json result, const RequestProtocol& protocol) const {
-        if (protocol.modern) {
-            result["resultType"] = "complete";
-            result["_meta"][std::string(kMetaServerInfo)] = server_info(options_);
-        }
-        return result;
-    }
-
-    void send_result(const json& id, json result, const RequestProtocol& protocol) {
-        std::string line = jsonrpc::encode_result(id, decorate(std::move(result), protocol));
-        if (line.size() > options_.max_message_bytes) {
-            SPDLOG_LOGGER_ERROR(logger(), "mcp reply over limit bytes={}", line.size());
-            line = jsonrpc::encode_error(id, ErrorCode::kInternalError,
-                                         "Internal error: the reply exceeded the message limit");
-        }
-        send(std::move(line));
-    }
-
-    void send_error(const json& id, ErrorCode code, const std::string& message) {
-        send(jsonrpc::encode_error(id, code, message));
-    }
-
-    void send(std::string line) { out_.send(std::move(line)); }
-
-    ToolHost& host_;
-    const ServerOptions& options_;
-    const int stop_fd_;
-    LegacySession session_;             // Thread: reader only
-    std::atomic<bool> closing_{false};  // shutdown() began: no more replies to calls
-    MessageWriter out_;
-    Elicitor elicitor_;
-    CallPool pool_;  // last: its threads stop before the rest goes
-};
+}  // namespace
 
 McpServer::McpServer(ToolHost& host, ServerOptions options)
     : host_(host),
@@ -688,8 +109,20 @@ Status McpServer::run(int in_fd, int out_fd) {
         return Error{
             .code = Errc::kUnavailable, .message = "mcp server: no stop eventfd", .sys_errno = 0};
     }
-    Connection connection(host_, options_, out_fd, stop_fd_.get());
-    return connection.serve(in_fd);
+    const int stop_fd = stop_fd_.get();
+    MessageWriter out(out_fd, [stop_fd] { signal_stop(stop_fd); });
+    Status status = ok_status();
+    {
+        Connection connection(host_, options_, out);
+        try {
+            status = read_loop(connection, options_.max_message_bytes, in_fd, stop_fd);
+        } catch (const std::exception& e) {
+            status = Error{.code = Errc::kInternal,
+                           .message = std::string("mcp server: ") + e.what(),
+                           .sys_errno = 0};
+        }
+    }  // the connection shuts down: its calls are stopped and waited for
+    return status;
 }
 
 }  // namespace stockade::mcp

@@ -1,11 +1,6 @@
-// McpServer: the MCP stdio front-end. Reads newline-delimited JSON-RPC from one fd, answers on
-// another, and runs tools/call on a bounded pool of worker threads over a ToolHost.
-//
-// It answers both protocol eras (docs/protocol.md): `initialize` (2025-11-25, 2025-06-18) and
-// the stateless per-request `_meta` of 2026-07-28 with `server/discover`. A tool call can ask
-// the user through the client (CallInfo::elicit): an elicitation/create request in the 2025
-// era, an input_required result under 2026-07-28. Nothing but protocol is written to the output
-// fd; logs go through spdlog (stderr).
+// McpServer: the MCP stdio front-end. Reads newline-delimited JSON-RPC from one fd and hands
+// each message to a Connection (runner/mcp/connection.h), which answers on another fd. Nothing
+// but protocol is written to the output fd; logs go through spdlog (stderr).
 //
 //   stockade::mcp::McpServer server(host);
 //   Status s = server.run(STDIN_FILENO, STDOUT_FILENO);  // returns at EOF
@@ -18,27 +13,10 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
-#include "common/version.h"
+#include "runner/mcp/connection.h"
 #include "runner/mcp/tool_host.h"
 
 namespace stockade::mcp {
-
-struct ServerOptions {
-    std::string name = "stockade";  // serverInfo
-    std::string title = "Stockade";
-    std::string version = std::string(kVersion);
-    std::string instructions;  // sent when not empty
-    // A line longer than this is answered with -32600 and discarded without being buffered;
-    // a reply longer than this is replaced (a tool result by an isError result).
-    std::size_t max_message_bytes = std::size_t{8} << 20;
-    std::size_t max_concurrent_calls = 8;  // tools/call running at once; later ones wait
-    std::size_t max_pending_calls = 256;   // running + waiting; past it a call fails (isError)
-    // The requests of the calls running and waiting, as they arrived: past it a call fails
-    // (isError), so that waiting calls cannot hold an unbounded amount of memory.
-    std::size_t max_pending_bytes = std::size_t{64} << 20;
-    // ttlMs of 2026-07-28 cacheable results (tools/list, server/discover).
-    std::chrono::milliseconds cache_ttl{0};
-};
 
 class McpServer {
 public:
@@ -57,8 +35,6 @@ public:
     void request_stop() noexcept;
 
 private:
-    class Connection;
-
     ToolHost& host_;
     ServerOptions options_;
     UniqueFd stop_fd_;  // eventfd: readable once request_stop() was called
