@@ -1,0 +1,81 @@
+// The tenants file of `stockade serve --http`: who may connect (the SHA-256 of each bearer
+// token, never the token), where each tenant's sessions live, and what each may use. JSON, or
+// TOML as `[[tenants]]` tables with a `[tenants.limits]` sub-table:
+//   {"tenants": [{"name": "acme", "token_sha256": ["<64 hex>"],
+//                 "workspace_root": "/srv/stockade/acme", "host_uid_range": "300000-365535",
+//                 "policy": "/etc/stockade/acme.json", "network": "none",
+//                 "allow": ["Bash(git *)"], "ask": [], "deny": [],
+//                 "limits": {"sessions": 16, "calls": 4, "calls_per_second": 20,
+//                            "memory": "1G", "pids": "256", "cpu": "1", "tmp_size": "256M",
+//                            "disk": "1G", "idle_ttl": "30m", "max_lifetime": "24h"}}]}
+// It is a security file, so a key it does not know, a repeated key, or a value out of range is
+// an error, never a default.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/crypto.h"
+#include "common/result.h"
+
+namespace stockade::runner {
+
+struct TenantLimits {
+    std::size_t sessions = 16;    // concurrent MCP sessions of the tenant
+    std::size_t calls = 4;        // tools/call running at once in one session
+    double calls_per_second = 0;  // per tenant, token bucket (burst = max(1, rate)); 0: unlimited
+    // Each session's worker, in the syntax of the CLI's --memory, --pids, --cpu, --tmp-size;
+    // empty: the CLI's default.
+    std::string memory, pids, cpu, tmp_size;
+    // What one session keeps of spilled results and process logs, in the syntax of
+    // --output-budget ("512M"); empty: the default.
+    std::string disk;
+    std::chrono::seconds idle_ttl{1800};       // a session with no request for this long ends
+    std::chrono::seconds max_lifetime{86400};  // every session ends after this
+
+    bool operator==(const TenantLimits&) const = default;
+};
+
+struct Tenant {
+    std::string name;                        // [a-z0-9][a-z0-9_-]{0,62}
+    std::vector<Sha256Digest> token_hashes;  // SHA-256 of each bearer token; never the token
+    std::string workspace_root;              // absolute; each session's workspace lives under it
+    std::string host_uid_range;              // "FIRST-LAST", or empty: the default range
+    std::string policy;                      // a settings/policy file path, or empty
+    std::string network = "none";            // "none" or "allowlist"
+    // Extra permission rules, as the CLI's --allow/--ask/--deny (not parsed here).
+    std::vector<std::string> allow, ask, deny;
+    TenantLimits limits;
+
+    bool operator==(const Tenant&) const = default;
+};
+
+struct TenantsConfig {
+    std::vector<Tenant> tenants;
+
+    bool operator==(const TenantsConfig&) const = default;
+};
+
+// Parses a tenants file's text: JSON, or TOML when `toml` is true. Every error is one line that
+// names the tenant and key and says how to fix it (kInvalidArgument).
+Result<TenantsConfig> parse_tenants(std::string_view text, bool toml);
+// Reads and parses FILE (TOML when its name ends in .toml). Errors name the file.
+Result<TenantsConfig> load_tenants(const std::string& path);
+
+// The text of --token-file: one SHA-256 per line as 64 hex digits (either case); blank lines and
+// lines starting with # are skipped. Errors name the line; a file without a hash is one.
+Result<std::vector<Sha256Digest>> parse_token_hashes(std::string_view text);
+
+// The tenant a bearer token belongs to, or null (always for an empty token). The token's
+// SHA-256 is compared in constant time with every hash of every tenant, without stopping at a
+// match, so that the time taken says nothing about which hash matched or how closely.
+const Tenant* find_tenant(const TenantsConfig& config, std::string_view token);
+
+// The lower-case hex SHA-256 of a token: `stockade token hash`, the operator's way to make an
+// entry of token_sha256 or of a --token-file.
+std::string token_hash_hex(std::string_view token);
+
+}  // namespace stockade::runner
