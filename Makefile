@@ -13,7 +13,7 @@ PACKAGES := $(shell sed -e 's/\#.*//' debian-packages.txt)
 DEPS_STAMP := $(BUILD_DIR)/.deps-installed
 PREFIX ?= /usr/local
 
-.PHONY: all deps e2e-deps agents-deps build run install test unit integration e2e agents \
+.PHONY: all deps e2e-deps agents-deps conformance-deps build run install test unit integration e2e agents \
         fuzz-build bench format tidy clean
 
 all: build
@@ -60,6 +60,14 @@ e2e-deps: $(E2E_STAMP)
 $(E2E_STAMP): tests/e2e/package-lock.json $(DEPS_STAMP)
 	cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error
 
+# The conformance suite (@modelcontextprotocol/conformance) runs against `stockade serve --http`
+# on Node 22, which it needs; both come from the npm registry, pinned in
+# tests/conformance/package-lock.json.
+CONFORMANCE_STAMP := tests/conformance/node_modules/.package-lock.json
+conformance-deps: $(CONFORMANCE_STAMP)
+$(CONFORMANCE_STAMP): tests/conformance/package-lock.json $(DEPS_STAMP)
+	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
+
 # The agents suite drives the real agent CLIs (Claude Code, Codex, Gemini CLI, OpenCode), from
 # the npm registry at the versions pinned in tests/agents/package-lock.json. `npm install`, not
 # `npm ci`: the CLIs' native binaries are optional dependencies per platform, and a registry
@@ -75,13 +83,13 @@ $(AGENTS_STAMP): tests/agents/package-lock.json $(DEPS_STAMP)
 	    echo "make: npm changed tests/agents/package-lock.json: the pinned versions did not hold" >&2; \
 	    exit 1; }
 
-test: build e2e-deps agents-deps
+test: build e2e-deps agents-deps conformance-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 600 --no-tests=error
 
 unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L unit --no-tests=error
 
-e2e: build e2e-deps
+e2e: build e2e-deps conformance-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -L e2e --no-tests=error
 
 agents: build agents-deps

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "runner/doctor_command.h"
+#include "runner/http_serve.h"
 #include "runner/policy_command.h"
 #include "runner/run_command.h"
 #include "runner/serve_command.h"
@@ -186,6 +187,30 @@ int main(int argc, char** argv) {
                     "metadata instead of the output; it is always in the result's _meta)");
     add_policy_options(*serve, serve_options.policy);
     add_sandbox_options(*serve, serve_options.sandbox);
+    serve->add_option("--http", serve_options.http,
+                      "Serve MCP over Streamable HTTP on ADDRESS:PORT or unix:/PATH instead of "
+                      "stdio: many sessions, each in its own sandbox (docs/http.md)");
+    serve->add_option("--tenants", serve_options.tenants,
+                      "With --http: the tenants file (JSON or .toml): token hashes, workspace "
+                      "root, policy, uid range and limits of each tenant");
+    serve->add_option("--token-file", serve_options.token_file,
+                      "With --http and no --tenants: SHA-256 hashes of the accepted bearer "
+                      "tokens, one per line (stockade token hash)");
+    serve->add_option("--admin-token-file", serve_options.admin_token_file,
+                      "With --http: hashes of the operator's tokens, for /metrics and "
+                      "/admin/sessions");
+    serve->add_flag("--no-auth", serve_options.no_auth,
+                    "With --http on a loopback address or unix socket: accept requests without "
+                    "a token (tests, local use)");
+    serve->add_option("--allowed-host", serve_options.allowed_hosts,
+                      "With --http on loopback: another Host value to answer to (repeatable)");
+    serve->add_option("--allowed-origin", serve_options.allowed_origins,
+                      "With --http: an Origin (https://app.example.com) browsers may call from "
+                      "(repeatable)");
+    serve->add_option("--max-sessions", serve_options.max_sessions,
+                      "With --http and no --tenants: sessions open at once (default 64)");
+    serve->add_option("--drain", serve_options.drain,
+                      "With --http: seconds running calls may finish after SIGTERM (default 30)");
 
     stockade::runner::CallOptions call_options;
     CLI::App* call = app.add_subcommand(
@@ -208,6 +233,13 @@ int main(int argc, char** argv) {
                      "What the session keeps of spilled results and logs (as for serve)");
     add_policy_options(*call, call_options.policy);
     add_sandbox_options(*call, call_options.sandbox);
+
+    CLI::App* token = app.add_subcommand("token", "Tokens of serve --http");
+    token->require_subcommand(1);
+    CLI::App* token_hash = token->add_subcommand(
+        "hash",
+        "Print the SHA-256 of the token read from stdin, for --token-file or a tenants "
+        "file's token_sha256");
 
     CLI::App* policy = app.add_subcommand("policy", "Check settings files; explain a decision");
     policy->require_subcommand(1);
@@ -245,7 +277,7 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::string where = "stockade";
-        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain}) {
+        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token}) {
             if (verb->parsed()) {
                 where += " " + verb->get_name();
             }
@@ -264,6 +296,9 @@ int main(int argc, char** argv) {
     }
     if (call->parsed()) {
         return stockade::runner::call_command(call_options);
+    }
+    if (token_hash->parsed()) {
+        return stockade::runner::token_hash_command();
     }
     if (check->parsed()) {
         return stockade::runner::policy_check_command(check_options);

@@ -16,6 +16,7 @@
 #include "common/version.h"
 #include "images/image.h"
 #include "runner/host_environment.h"
+#include "runner/http_serve.h"
 #include "runner/mcp/server.h"
 #include "runner/session.h"
 #include "tools/tool.h"
@@ -33,6 +34,29 @@ void stop_on_signal(int) {
         g_server->request_stop();
     }
 }
+
+void print_banner(const Session& session) {
+    const std::string& ws = session.workspace();
+    const GitIdentity& id = session.git_identity();
+    std::vector<std::string> visible = session.sandbox().image.readable_paths;
+    visible.push_back(ws);
+    visible.insert(visible.end(), session.sandbox().ro.begin(), session.sandbox().ro.end());
+    visible.insert(visible.end(), session.sandbox().rw.begin(), session.sandbox().rw.end());
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read once, at start
+    fmt::print(
+        stderr,
+        "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
+        "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
+        "  Limits: {} (--memory, --pids, --cpu, --tmp-size).\n"
+        "  Commits in the sandbox are made as {} <{}> (--git-identity to change it).\n"
+        "  Event log: {}\n"
+        "  Resume later with: stockade serve --workspace {} --resume {}\n{}",
+        session.paths().id, ws, ws, describe_limits(session.sandbox().limits, current_caller()),
+        id.name, id.email, session.paths().events, ws, session.paths().id,
+        hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible)));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Session>> open_session(
     const std::string& workspace, const std::string& state_dir, const std::string& resume,
@@ -67,29 +91,6 @@ Result<std::unique_ptr<Session>> open_session(
     return Session::open(std::move(config));
 }
 
-void print_banner(const Session& session) {
-    const std::string& ws = session.workspace();
-    const GitIdentity& id = session.git_identity();
-    std::vector<std::string> visible = session.sandbox().image.readable_paths;
-    visible.push_back(ws);
-    visible.insert(visible.end(), session.sandbox().ro.begin(), session.sandbox().ro.end());
-    visible.insert(visible.end(), session.sandbox().rw.begin(), session.sandbox().rw.end());
-    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): read once, at start
-    fmt::print(
-        stderr,
-        "stockade serve: session {} on {} — speaking MCP on stdin/stdout.\n"
-        "  Connect an agent, e.g.: claude mcp add stockade -- stockade serve --workspace {}\n"
-        "  Limits: {} (--memory, --pids, --cpu, --tmp-size).\n"
-        "  Commits in the sandbox are made as {} <{}> (--git-identity to change it).\n"
-        "  Event log: {}\n"
-        "  Resume later with: stockade serve --workspace {} --resume {}\n{}",
-        session.paths().id, ws, ws, describe_limits(session.sandbox().limits, current_caller()),
-        id.name, id.email, session.paths().events, ws, session.paths().id,
-        hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible)));
-}
-
-}  // namespace
-
 // Buffers of a megabyte or more (file contents, diffs) come straight from mmap and go back to
 // the kernel when freed: a session idles most of the time, and glibc would otherwise keep the
 // high-water mark of the largest file it ever edited. Up to a megabyte stays at the top of the
@@ -104,6 +105,9 @@ void release_large_buffers_on_free() {
 }
 
 int serve_command(const ServeOptions& options) {
+    if (!options.http.empty()) {
+        return http_serve_command(options);
+    }
     (void)::signal(SIGPIPE, SIG_IGN);
     release_large_buffers_on_free();
     // The protocol gets private copies of stdin and stdout; fds 0 and 1 become /dev/null and

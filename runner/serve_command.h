@@ -1,8 +1,12 @@
 // `stockade serve`: MCP over stdio for one session; `stockade call`: one tool call from the shell.
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "common/result.h"
 #include "runner/policy_setup.h"
 #include "runner/run_command.h"
 
@@ -17,9 +21,26 @@ struct ServeOptions {
     bool structured_content = false;  // --structured-content
     PolicyFlags policy{};
     RunOptions sandbox{};  // --isolation, --network, --memory, --pids, --cpu, --tmp-size
+    // --http ADDRESS: MCP over Streamable HTTP, many sessions (runner/http_serve.h).
+    std::string http{};
+    std::string tenants{};           // --tenants FILE
+    std::string token_file{};        // --token-file FILE: the default tenant's token hashes
+    std::string admin_token_file{};  // --admin-token-file FILE: /metrics and /admin/sessions
+    bool no_auth = false;            // --no-auth: loopback and unix-socket binds only
+    std::vector<std::string> allowed_hosts{};
+    std::vector<std::string> allowed_origins{};
+    std::string drain{};            // --drain SECONDS: how long running calls may finish on SIGTERM
+    std::size_t max_sessions = 64;  // --max-sessions: the default tenant's sessions open at once
 };
 
 int serve_command(const ServeOptions& options);
+
+class Session;
+// A session of serve, call or serve --http on `workspace`, from the flags (not started).
+Result<std::unique_ptr<Session>> open_session(
+    const std::string& workspace, const std::string& state_dir, const std::string& resume,
+    const std::string& process_log_cap, const std::string& output_budget, const PolicyFlags& policy,
+    const RunOptions& sandbox, bool structured_content);
 
 // mallopt: large buffers are mmap'd, so they return to the kernel when freed (serve, worker).
 void release_large_buffers_on_free();

@@ -23,6 +23,7 @@ enum class ErrorCode : int {
     kMethodNotFound = -32601,
     kInvalidParams = -32602,
     kInternalError = -32603,
+    kHeaderMismatch = -32020,  // Streamable HTTP: an Mcp-* header disagrees with the body
     kMissingRequiredClientCapability = -32021,
     kUnsupportedProtocolVersion = -32022,
 };

@@ -1,0 +1,342 @@
+#include "runner/http_serve.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/crypto.h"
+#include "common/log.h"
+#include "common/version.h"
+#include "runner/mcp/http_server.h"
+#include "runner/session.h"
+#include "runner/state_dir.h"
+#include "runner/tenants.h"
+
+namespace stockade::runner {
+
+namespace {
+
+Result<std::string> read_text(const std::string& path, std::string_view what) {
+    std::ifstream in(path);
+    if (!in) {
+        return Error{Errc::kNotFound, fmt::format("{} {}: {}", what, path, errno_string(errno))};
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+Result<std::vector<Sha256Digest>> read_token_hashes(const std::string& path,
+                                                    std::string_view flag) {
+    ASSIGN_OR_RETURN(std::string text, read_text(path, flag));
+    auto hashes = parse_token_hashes(text);
+    if (!hashes) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("{} {}: {}", flag, path, hashes.error().message)};
+    }
+    return hashes;
+}
+
+std::string absolute(const std::string& path) {
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (real == nullptr) {
+        return path;
+    }
+    std::string out(real);
+    ::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath's buffer
+    return out;
+}
+
+bool valid_component(std::string_view part) {
+    return !part.empty() && part.size() <= 255 && part != "." && part != ".." &&
+           std::all_of(part.begin(), part.end(), [](char c) {
+               return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '_' || c == '-';
+           });
+}
+
+// Serves the tenants: who a token is, and each session opened as the tenant's limits say.
+class TenantBackend final : public mcp::HttpBackend {
+public:
+    TenantBackend(TenantsConfig config, std::vector<Sha256Digest> admin, const ServeOptions& base)
+        : config_(std::move(config)),
+          admin_(std::move(admin)),
+          base_(base),
+          no_auth_(base.no_auth),
+          from_file_(!base.tenants.empty()) {
+        for (const Tenant& tenant : config_.tenants) {
+            http_.push_back(mcp::HttpTenant{.name = tenant.name,
+                                            .max_sessions = tenant.limits.sessions,
+                                            .max_calls = tenant.limits.calls,
+                                            .calls_per_second = tenant.limits.calls_per_second,
+                                            .idle_ttl = tenant.limits.idle_ttl,
+                                            .max_lifetime = tenant.limits.max_lifetime});
+        }
+    }
+
+    [[nodiscard]] const TenantsConfig& config() const { return config_; }
+
+    const mcp::HttpTenant* authenticate(const std::optional<std::string>& token) override {
+        if (no_auth_) {
+            return &http_.front();
+        }
+        if (!token) {
+            return nullptr;
+        }
+        const Tenant* tenant = find_tenant(config_, *token);
+        return tenant == nullptr ? nullptr : &http_[index(*tenant)];
+    }
+
+    bool is_admin(const std::optional<std::string>& token) override {
+        if (!token || admin_.empty()) {
+            return false;
+        }
+        const Sha256Digest digest = sha256(*token);
+        const std::string_view given(reinterpret_cast<const char*>(digest.data()), digest.size());
+        bool found = false;
+        for (const Sha256Digest& hash : admin_) {
+            found |= constant_time_equal(
+                given, std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()));
+        }
+        return found;
+    }
+
+    Result<std::unique_ptr<mcp::ToolHost>> open_session(const mcp::HttpTenant& http_tenant,
+                                                        const std::string& session_id,
+                                                        const std::string& workspace) override {
+        const Tenant& tenant =
+            config_.tenants.at(static_cast<std::size_t>(&http_tenant - http_.data()));
+        ASSIGN_OR_RETURN(std::string dir, session_workspace(tenant.workspace_root, workspace));
+        RunOptions sandbox = base_.sandbox;
+        for (const auto& [value, flag] :
+             {std::pair{&tenant.limits.memory, &sandbox.memory},
+              std::pair{&tenant.limits.pids, &sandbox.pids},
+              std::pair{&tenant.limits.cpu, &sandbox.cpu},
+              std::pair{&tenant.limits.tmp_size, &sandbox.tmp_size},
+              std::pair{&tenant.host_uid_range, &sandbox.host_uid_range}}) {
+            if (!value->empty()) {
+                *flag = *value;
+            }
+        }
+        if (from_file_) {
+            sandbox.network = tenant.network;  // the default tenant's is the command line's
+        }
+        PolicyFlags policy = base_.policy;
+        if (!tenant.policy.empty()) {
+            policy.files.push_back(tenant.policy);
+        }
+        policy.allow.insert(policy.allow.end(), tenant.allow.begin(), tenant.allow.end());
+        policy.ask.insert(policy.ask.end(), tenant.ask.begin(), tenant.ask.end());
+        policy.deny.insert(policy.deny.end(), tenant.deny.begin(), tenant.deny.end());
+        std::string state_dir = base_.state_dir.empty() ? default_state_dir() : base_.state_dir;
+        if (from_file_) {
+            state_dir += "/tenants/" + tenant.name;
+        }
+        auto session = runner::open_session(
+            dir, state_dir, "", base_.process_log_cap,
+            tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk, policy, sandbox,
+            base_.structured_content);
+        if (!session) {
+            return session.error();
+        }
+        RETURN_IF_ERROR((*session)->start_worker());
+        SPDLOG_LOGGER_INFO(log::get("runner"),
+                           "session opened tenant={} session={} id={} workspace={}", tenant.name,
+                           session_id.substr(0, 12), (*session)->paths().id, dir);
+        return std::unique_ptr<mcp::ToolHost>(std::move(*session));
+    }
+
+private:
+    [[nodiscard]] std::size_t index(const Tenant& tenant) const {
+        return static_cast<std::size_t>(&tenant - config_.tenants.data());
+    }
+
+    const TenantsConfig config_;
+    std::vector<mcp::HttpTenant> http_;  // one per tenant, in the same order
+    const std::vector<Sha256Digest> admin_;
+    const ServeOptions& base_;
+    const bool no_auth_;
+    const bool from_file_;  // --tenants; else the one default tenant of the command line
+};
+
+bool is_loopback_listen(const std::string& listen) {
+    if (listen.starts_with("unix:")) {
+        return true;
+    }
+    return listen.starts_with("127.") || listen.starts_with("localhost:") ||
+           listen.starts_with("[::1]:");
+}
+
+int fail(const std::string& message, int code) {
+    fmt::print(stderr, "stockade serve: {}\n", message);
+    return code;
+}
+
+}  // namespace
+
+Result<std::string> session_workspace(const std::string& root, const std::string& name) {
+    if (name.empty()) {
+        return root;
+    }
+    std::string dir = root;
+    std::string_view rest = name;
+    while (!rest.empty()) {
+        const auto slash = rest.find('/');
+        const std::string_view part = rest.substr(0, slash);
+        if (!valid_component(part)) {
+            return Error{Errc::kInvalidArgument,
+                         "Stockade-Workspace \"" + name +
+                             "\": give a relative path of names made of letters, digits, '.', "
+                             "'_' and '-' (no '..'), e.g. projects/api"};
+        }
+        dir += "/";
+        dir += part;
+        if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
+            return errno_error("create the session's workspace " + dir, errno);
+        }
+        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+    }
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return Error{Errc::kInvalidArgument, "Stockade-Workspace \"" + name +
+                                                 "\" is not a directory under the tenant's "
+                                                 "workspace root"};
+    }
+    return dir;
+}
+
+int token_hash_command() {
+    std::string token;
+    if (!std::getline(std::cin, token) || token.empty()) {
+        return fail(
+            "token hash: give the token on stdin, e.g. "
+            "`openssl rand -hex 32 | tee token | stockade token hash`",
+            kExitUsage);
+    }
+    if (!token.empty() && token.back() == '\r') {
+        token.pop_back();
+    }
+    fmt::print("{}\n", token_hash_hex(token));
+    return 0;
+}
+
+int http_serve_command(const ServeOptions& options) {
+    (void)::signal(SIGPIPE, SIG_IGN);
+    release_large_buffers_on_free();
+    mcp::HttpOptions http;
+    http.listen = options.http;
+    http.allowed_hosts = options.allowed_hosts;
+    http.allowed_origins = options.allowed_origins;
+    http.handle_signals = true;
+    http.auth = !options.no_auth;
+    if (!options.drain.empty()) {
+        try {
+            http.drain = std::chrono::seconds(std::stoul(options.drain));
+        } catch (const std::exception&) {
+            return fail("--drain \"" + options.drain + "\": give a number of seconds", kExitUsage);
+        }
+    }
+    http.mcp.version = std::string(kVersion);
+    http.mcp.instructions =
+        "Every tool runs inside a sandbox that sees only this workspace: paths outside it are "
+        "refused, and nothing you run can reach the network unless the operator allowed it.";
+
+    if (options.no_auth && (!options.tenants.empty() || !options.token_file.empty())) {
+        return fail(
+            "--no-auth serves without tokens: drop --tenants and --token-file, or drop "
+            "--no-auth",
+            kExitUsage);
+    }
+    if (options.no_auth && !is_loopback_listen(options.http)) {
+        return fail(
+            "--no-auth is only for a loopback address (127.0.0.1:PORT, [::1]:PORT) or a "
+            "unix socket (unix:/PATH): anyone who reaches " +
+                options.http + " could run commands. Give --token-file or --tenants.",
+            kExitUsage);
+    }
+    if (!options.no_auth && options.tenants.empty() && options.token_file.empty()) {
+        return fail(
+            "--http needs tokens: --token-file FILE (SHA-256 hashes, one per line; make "
+            "one with `stockade token hash`), --tenants FILE, or --no-auth on a loopback "
+            "address",
+            kExitUsage);
+    }
+    TenantsConfig config;
+    if (!options.tenants.empty()) {
+        auto loaded = load_tenants(options.tenants);
+        if (!loaded) {
+            return fail(loaded.error().message, kExitUsage);
+        }
+        config = std::move(*loaded);
+    } else {
+        Tenant tenant;
+        tenant.name = "default";
+        tenant.limits.sessions = std::max<std::size_t>(1, options.max_sessions);
+        tenant.workspace_root = absolute(options.workspace.empty() ? "." : options.workspace);
+        if (!options.token_file.empty()) {
+            auto hashes = read_token_hashes(options.token_file, "--token-file");
+            if (!hashes) {
+                return fail(hashes.error().message, kExitUsage);
+            }
+            tenant.token_hashes = std::move(*hashes);
+        }
+        config.tenants.push_back(std::move(tenant));
+    }
+    for (const Tenant& tenant : config.tenants) {
+        struct stat st {};
+        if (::stat(tenant.workspace_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+            return fail("tenant " + tenant.name + ": workspace root " + tenant.workspace_root +
+                            " is not a directory",
+                        kExitUsage);
+        }
+    }
+    std::vector<Sha256Digest> admin;
+    if (!options.admin_token_file.empty()) {
+        auto hashes = read_token_hashes(options.admin_token_file, "--admin-token-file");
+        if (!hashes) {
+            return fail(hashes.error().message, kExitUsage);
+        }
+        admin = std::move(*hashes);
+    }
+    TenantBackend backend(std::move(config), std::move(admin), options);
+    mcp::HttpServer server(backend, http);
+    if (auto listening = server.listen(); !listening) {
+        return fail(listening.error().message, listening.error().code == Errc::kInvalidArgument
+                                                   ? kExitUsage
+                                                   : kExitSetupFailed);
+    }
+    if (options.no_auth) {
+        fmt::print(stderr,
+                   "stockade serve: WARNING: --no-auth: anyone who can reach {} can open "
+                   "sessions and run commands in them. Use it for local tests only.\n",
+                   server.endpoint());
+    }
+    std::string names;
+    for (const Tenant& tenant : backend.config().tenants) {
+        names += (names.empty() ? "" : ", ") + tenant.name;
+    }
+    const bool unix_socket = server.endpoint().starts_with("unix:");
+    fmt::print(stderr, "stockade serve: listening on {}{} (tenants: {})\n",
+               unix_socket ? server.endpoint() : "http://" + server.endpoint(),
+               unix_socket ? " (path /mcp)" : "/mcp", names);
+    auto served = server.run();
+    if (!served) {
+        return fail(served.error().message, kExitSetupFailed);
+    }
+    fmt::print(stderr, "stockade serve: stopped\n");
+    return 0;
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,29 @@
+// `stockade serve --http ADDRESS`: MCP over Streamable HTTP for many sessions of many tenants
+// (docs/http.md). The tenants come from --tenants FILE (runner/tenants.h), or are one default
+// tenant whose token hashes are in --token-file (or who needs none: --no-auth, loopback only).
+// Each session is a Session (runner/session.h) like serve's over stdio, opened with the
+// tenant's workspace root, policy, limits and host uid range.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "runner/serve_command.h"
+
+namespace stockade::runner {
+
+int http_serve_command(const ServeOptions& options);
+
+// `stockade token hash`: the token on stdin (one line; the newline is not part of it) as the
+// hex SHA-256 a --token-file or tenants file holds.
+int token_hash_command();
+
+// The workspace of a session of a tenant whose workspace root is `root`: the root itself, or,
+// when the client's Stockade-Workspace header names one, that directory under it (created when
+// missing). `name` is relative, of components made of [A-Za-z0-9._-], none "." or "..";
+// anything else is kInvalidArgument.
+Result<std::string> session_workspace(const std::string& root, const std::string& name);
+
+}  // namespace stockade::runner

@@ -1,0 +1,109 @@
+// HttpServer: MCP over Streamable HTTP (docs/http.md), on Boost.Beast and Asio. One endpoint,
+// /mcp, for many sessions of many tenants, each session a Connection (runner/mcp/connection.h)
+// over a ToolHost the backend opens for it; /healthz, /readyz, /metrics and /admin/sessions for
+// the operator. The server frames, authenticates, routes and meters; the backend decides who a
+// token is and what a session runs in. No tool or policy logic lives here.
+//
+//   2025-11-25, 2025-06-18: `initialize` (POST, no session) opens a session and answers with its
+//     Mcp-Session-Id; later POSTs carry it. A tools/call is answered on an SSE stream that also
+//     carries its progress and the questions it asks the user; other requests get JSON. GET
+//     opens the session's stream for messages that belong to no request; Last-Event-ID resumes
+//     a stream that was cut. DELETE ends the session.
+//   2026-07-28: every request stands alone (params._meta), its Mcp-* headers must repeat the
+//     body, and errors get the HTTP status of their code. Such requests are served in the
+//     tenant's shared session, or in the one an Mcp-Session-Id header names.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "runner/mcp/connection.h"
+#include "runner/mcp/http_rules.h"
+#include "runner/mcp/tool_host.h"
+
+namespace stockade::mcp {
+
+// What the server enforces for one tenant. The backend owns these; their addresses are stable.
+struct HttpTenant {
+    std::string name;
+    std::size_t max_sessions = 16;
+    std::size_t max_calls = 4;    // tools/call running at once in one session (more wait)
+    double calls_per_second = 0;  // tools/call per second, burst max(1, rate); 0: unlimited
+    std::chrono::seconds idle_ttl{1800};
+    std::chrono::seconds max_lifetime{86400};
+};
+
+class HttpBackend {
+public:
+    virtual ~HttpBackend() = default;
+    // The tenant a request is served for: `token` is its bearer token (nullopt: none). Null
+    // refuses the request (401).
+    virtual const HttpTenant* authenticate(const std::optional<std::string>& token) = 0;
+    // Whether `token` is the operator's, for /metrics and /admin/sessions.
+    virtual bool is_admin(const std::optional<std::string>& token) = 0;
+    // Opens the tool host of a new session of `tenant`. `workspace`: what the client's
+    // Stockade-Workspace header asked for (empty: none). Blocking (a sandbox starts): called on
+    // a thread of its own, never on an I/O thread. Its error's message is shown to the client:
+    // kInvalidArgument and kNotFound as 400, kResourceExhausted as 429, the rest as 503.
+    virtual Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& tenant,
+                                                           const std::string& session_id,
+                                                           const std::string& workspace) = 0;
+    // Why new sessions cannot be opened now (/readyz), or nullopt.
+    virtual std::optional<std::string> not_ready() { return std::nullopt; }
+};
+
+struct HttpOptions {
+    std::string listen = "127.0.0.1:8080";  // "ADDRESS:PORT" ([v6]:PORT), or "unix:/path"
+    // Extra Host and Origin values allowed (HostRules::loopback follows the bind).
+    std::vector<std::string> allowed_hosts;
+    std::vector<std::string> allowed_origins;
+    bool auth = true;  // false (--no-auth): every request is the backend's tenant for no token
+    std::size_t max_header_bytes = std::size_t{16} << 10;
+    // A request's head and body must arrive within this; a connection may idle between requests
+    // for keep_alive; one write may wait this long for a client that does not read.
+    std::chrono::seconds read_timeout{30};
+    std::chrono::seconds keep_alive{75};
+    std::chrono::seconds write_timeout{30};
+    std::size_t max_connections = 4096;
+    // What may wait on one stream for a client that reads too slowly (past it the connection is
+    // closed, and the client resumes with Last-Event-ID), and what a session keeps of its
+    // streams' events to resume them (the oldest go first).
+    std::size_t max_stream_bytes = std::size_t{16} << 20;
+    std::size_t replay_events = 1024;    // events kept per stream for Last-Event-ID
+    std::chrono::seconds heartbeat{15};  // an SSE comment when a stream is otherwise quiet
+    std::chrono::seconds drain{30};      // SIGTERM: how long running calls may finish
+    bool handle_signals = false;         // SIGTERM, SIGINT and SIGHUP call request_stop()
+    unsigned io_threads = 2;
+    unsigned open_threads = 2;  // sessions being opened (sandboxes starting) at once
+    ServerOptions mcp;          // max_message_bytes bounds a request body too
+};
+
+class HttpServer {
+public:
+    HttpServer(HttpBackend& backend, HttpOptions options);
+    ~HttpServer();
+    HttpServer(const HttpServer&) = delete;
+    HttpServer& operator=(const HttpServer&) = delete;
+
+    // Binds the listener. Errors: kInvalidArgument (a malformed address), or the bind's.
+    Status listen();
+    // Where it listens, once listen() succeeded: "127.0.0.1:PORT", "[::1]:PORT", "unix:/path".
+    [[nodiscard]] std::string endpoint() const;
+
+    // Serves until request_stop(). Then it drains: the listener closes, new requests get 503,
+    // running calls have HttpOptions::drain to finish, then every session ends (its calls are
+    // stopped, its sandbox with them). Returns when all of that is done.
+    Status run();
+    // Thread-safe; not async-signal-safe (serve handles its signals in the server's loop).
+    void request_stop();
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stockade::mcp
