@@ -12,6 +12,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string_view>
 #include <thread>
 #include <unordered_map>
@@ -84,30 +85,37 @@ bool is_legacy_version(std::string_view version) {
 }
 
 // The JSON-RPC error code of a response message, or nullopt for a result.
+// Our messages are dumped with their keys sorted, so an error response, and only one, begins
+// with {"error": (a result begins with {"id":). Only those are parsed: results can be large.
+bool is_error_response(std::string_view message) {
+    return message.starts_with(R"({"error":)");
+}
+
+// The JSON-RPC error code of a response message, or nullopt for a result.
 std::optional<int> error_code(std::string_view message) {
+    if (!is_error_response(message)) {
+        return std::nullopt;
+    }
     json parsed = json::parse(message, nullptr, false);
-    if (!parsed.is_object()) {
-        return std::nullopt;
+    const json& error = parsed.is_object() ? parsed["error"] : json();
+    if (!error.is_object()) {
+        return static_cast<int>(jsonrpc::ErrorCode::kInternalError);
     }
-    auto error = parsed.find("error");
-    if (error == parsed.end() || !error->is_object()) {
-        return std::nullopt;
-    }
-    return error->value("code", static_cast<int>(jsonrpc::ErrorCode::kInternalError));
+    return error.value("code", static_cast<int>(jsonrpc::ErrorCode::kInternalError));
 }
 
 // The outcome of a tools/call for the metrics: "ok", "tool_error" (isError), "error" (a
-// JSON-RPC error) or "cancelled" (no response).
+// JSON-RPC error) or "cancelled" (no response). The result is not parsed: a quote inside a
+// JSON string is escaped, so "isError":true with bare quotes is a key, the result's own (our
+// results carry no other).
 std::string call_outcome(std::string_view message) {
     if (message.empty()) {
         return "cancelled";
     }
-    json parsed = json::parse(message, nullptr, false);
-    if (!parsed.is_object() || parsed.contains("error")) {
+    if (is_error_response(message)) {
         return "error";
     }
-    const json& result = parsed.value("result", json::object());
-    return result.is_object() && result.value("isError", false) ? "tool_error" : "ok";
+    return message.find(R"("isError":true)") != std::string_view::npos ? "tool_error" : "ok";
 }
 
 std::string prometheus_label(std::string_view value) {
@@ -1169,11 +1177,11 @@ private:
         head.chunked(true);
         metrics_.request(
             std::string_view(request.method_string().data(), request.method_string().size()), 200);
-        bhttp::response_serializer<bhttp::empty_body> serializer{head};
-        boost::system::error_code ec;
-        stream.expires_after(options_.write_timeout);
-        co_await bhttp::async_write_header(stream, serializer,
-                                           asio::redirect_error(use_awaitable, ec));
+        // The head, the events that are there and, once the last has come, the end of the body
+        // leave together: a call that is done by the time the head is written is one write.
+        std::ostringstream head_text;
+        head_text << head.base();
+        std::string out = head_text.str();
         // The priming event: an id to resume from and how long to wait before reconnecting,
         // before anything else is sent.
         std::string batch;
@@ -1183,7 +1191,7 @@ private:
                                     kRetryMs);
         }
         bool complete = false;
-        while (!ec) {
+        for (;;) {
             bool done = false;
             bool overflow = false;
             {
@@ -1203,17 +1211,26 @@ private:
                 break;
             }
             if (!batch.empty()) {
-                stream.expires_after(options_.write_timeout);
-                co_await asio::async_write(stream, bhttp::make_chunk(asio::buffer(batch)),
-                                           asio::redirect_error(use_awaitable, ec));
+                out += fmt::format("{:x}\r\n", batch.size());
+                out += batch;
+                out += "\r\n";
                 batch.clear();
-                continue;
             }
             if (done) {
+                out += "0\r\n\r\n";  // the last chunk
+            }
+            if (!out.empty()) {
+                boost::system::error_code ec;
                 stream.expires_after(options_.write_timeout);
-                co_await asio::async_write(stream, bhttp::make_chunk_last(),
+                co_await asio::async_write(stream, asio::buffer(out),
                                            asio::redirect_error(use_awaitable, ec));
-                complete = !ec;
+                out.clear();
+                if (ec) {
+                    break;
+                }
+            }
+            if (done) {
+                complete = true;
                 break;
             }
             waiter->expires_after(options_.heartbeat);
