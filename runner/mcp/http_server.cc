@@ -413,6 +413,8 @@ public:
     }
 
     // The writer of `stream` stops writing it: after all of it (`complete`), or cut off.
+    // The writer of `stream` stops writing it. Its events stay (within replay_bytes) even when
+    // it was written whole: a write to a client that has gone can succeed all the same.
     void detach(const std::shared_ptr<EventStream>& stream) {
         std::lock_guard lock(mu);
         stream->waiter.reset();
@@ -492,9 +494,9 @@ private:
         }
         // What the session keeps to replay is bounded: the oldest events go first.
         for (auto it = streams_.begin();
-             history_bytes_ > options_.max_stream_bytes && it != streams_.end(); ++it) {
+             history_bytes_ > options_.replay_bytes && it != streams_.end(); ++it) {
             auto& old = it->second->history;
-            while (!old.empty() && history_bytes_ > options_.max_stream_bytes &&
+            while (!old.empty() && history_bytes_ > options_.replay_bytes &&
                    (it->second.get() != &stream || old.size() > 1)) {
                 history_bytes_ -= old.front().second.size();
                 old.pop_front();
@@ -767,8 +769,10 @@ private:
                 socket.close(ec);
                 continue;
             }
-            auto executor = socket.get_executor();
-            asio::co_spawn(executor, serve_connection(HttpStream(std::move(socket))),
+            // Each connection runs on a strand of its own: a stream's writer checks for events
+            // and starts waiting in one step that a wake-up (a cancel posted to the same strand)
+            // cannot fall between.
+            asio::co_spawn(asio::make_strand(ioc_), serve_connection(HttpStream(std::move(socket))),
                            asio::detached);
         }
     }
@@ -1219,7 +1223,8 @@ private:
             if (done) {
                 out += "0\r\n\r\n";  // the last chunk
             }
-            if (!out.empty()) {
+            const bool wrote = !out.empty();
+            if (wrote) {
                 boost::system::error_code ec;
                 stream.expires_after(options_.write_timeout);
                 co_await asio::async_write(stream, asio::buffer(out),
@@ -1233,10 +1238,22 @@ private:
                 complete = true;
                 break;
             }
+            if (wrote) {
+                continue;  // what came while the write was out had its wake-up then: look again
+            }
             waiter->expires_after(options_.heartbeat);
             boost::system::error_code wait_ec;
             co_await waiter->async_wait(asio::redirect_error(use_awaitable, wait_ec));
             if (!wait_ec) {
+                {
+                    std::lock_guard lock(session.mu);
+                    if (!events->pending.empty() || events->done) {
+                        SPDLOG_LOGGER_ERROR(logger(),
+                                            "http stream {} woke by its heartbeat with events "
+                                            "waiting session={}",
+                                            events->number, session.short_id());
+                    }
+                }
                 batch = ": keep-alive\n\n";  // finds a client that went away
             }
         }

@@ -69,10 +69,12 @@ struct HttpOptions {
     std::chrono::seconds keep_alive{75};
     std::chrono::seconds write_timeout{30};
     std::size_t max_connections = 4096;
-    // What may wait on one stream for a client that reads too slowly (past it the connection is
-    // closed, and the client resumes with Last-Event-ID), and what a session keeps of its
-    // streams' events to resume them (the oldest go first).
+    // What may wait on one stream for a client that reads too slowly; past it the connection is
+    // closed, and the client resumes with Last-Event-ID.
     std::size_t max_stream_bytes = std::size_t{16} << 20;
+    // What a session keeps of its streams' events to resume them (the oldest go first; a
+    // stream's last event stays until a newer stream's push it out, however large).
+    std::size_t replay_bytes = std::size_t{1} << 20;
     std::size_t replay_events = 1024;    // events kept per stream for Last-Event-ID
     std::chrono::seconds heartbeat{15};  // an SSE comment when a stream is otherwise quiet
     std::chrono::seconds drain{30};      // SIGTERM: how long running calls may finish
