@@ -356,3 +356,90 @@ describe('stockade serve --http', { skip }, () => {
         await client.close().catch(() => {});
     });
 });
+
+// The processes under serve: pid -> [parent, command line], from /proc.
+function processTree() {
+    const out = new Map();
+    for (const entry of fs.readdirSync('/proc')) {
+        if (!/^\d+$/.test(entry)) continue;
+        try {
+            const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
+            const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+            const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+            out.set(Number(entry), [ppid, cmdline]);
+        } catch { /* gone, or not ours to read */ }
+    }
+    return out;
+}
+
+function descendantsOf(pid) {
+    const tree = processTree();
+    const found = [];
+    const walk = (parent) => {
+        for (const [child, [ppid, cmdline]] of tree) {
+            if (ppid === parent) { found.push({ pid: child, cmdline }); walk(child); }
+        }
+    };
+    walk(pid);
+    return found;
+}
+
+const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+
+describe('stockade serve --http when things die', { skip }, () => {
+    before(async () => { port = undefined; serveLog = ''; await startServer(); });
+    after(() => {
+        if (serve && serve.exitCode === null && !serve.signalCode) serve.kill('SIGKILL');
+        if (dir) fs.rmSync(dir, { recursive: true, force: true });
+    });
+
+    test('a worker killed mid-call: that call fails, the session goes on', async () => {
+        const { client } = await sdkClient(TOKEN_A);
+        assert.equal((await client.callTool({ name: 'bash', arguments: { command: 'true' } })).isError, false);
+        const call = client.callTool({ name: 'bash', arguments: { command: 'sleep 3; echo survived' } });
+        await sleep(500);
+        const workers = descendantsOf(serve.pid).filter((p) => p.cmdline.includes('__worker'));
+        assert.equal(workers.length, 1, JSON.stringify(descendantsOf(serve.pid)));
+        process.kill(workers[0].pid, 'SIGKILL');
+        const failed = await call;
+        assert.equal(failed.isError, true);
+        assert.doesNotMatch(textOf(failed), /survived/);
+        const next = await client.callTool({ name: 'bash', arguments: { command: 'echo again' } });
+        assert.equal(next.isError, false, textOf(next));
+        assert.match(textOf(next), /again/);
+        await client.close();
+    });
+
+    test('the supervisor killed with SIGKILL leaves no worker and no process', async () => {
+        const a = await sdkClient(TOKEN_A);
+        const b = await sdkClient(TOKEN_B);
+        for (const side of [a, b]) {
+            const started = await side.client.callTool({ name: 'process', arguments: { action: 'start', command: 'sleep 313' } });
+            assert.equal(started.isError, false, textOf(started));
+        }
+        await sleep(300);
+        const before = descendantsOf(serve.pid);
+        assert.ok(before.filter((p) => p.cmdline.includes('__worker')).length >= 2, JSON.stringify(before));
+        assert.ok(before.some((p) => p.cmdline.includes('sleep 313')), JSON.stringify(before));
+        serve.kill('SIGKILL');
+        await new Promise((resolve) => serve.on('exit', resolve));
+        let left = before.filter((p) => alive(p.pid));
+        for (let i = 0; i < 40 && left.length > 0; ++i) {
+            await sleep(50);
+            left = left.filter((p) => alive(p.pid));
+        }
+        assert.deepEqual(left, []);
+        if (ROOT) {
+            // Nothing runs as a uid of either tenant's range.
+            const ranged = [];
+            for (const entry of fs.readdirSync('/proc')) {
+                if (!/^\d+$/.test(entry)) continue;
+                try {
+                    const uid = Number(/^Uid:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${entry}/status`, 'utf8'))[1]);
+                    if (uid >= 1500000000 && uid <= 1500165535) ranged.push(entry);
+                } catch { /* gone */ }
+            }
+            assert.deepEqual(ranged, []);
+        }
+    });
+});
