@@ -18,4 +18,9 @@ Result<double> parse_cpu_fraction(std::string_view text);
 // "30", "1.5", "250ms", "2m", "1h": a positive duration.
 Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 
+// The value of one hex digit (either case), or -1.
+int hex_digit_value(char c);
+// `text` without the spaces and tabs around it (HTTP's optional white space, RFC 9110 §5.5).
+std::string_view trim_ows(std::string_view text);
+
 }  // namespace stockade

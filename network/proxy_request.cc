@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/crypto.h"
+#include "common/parse.h"
 #include "network/quote.h"
 
 namespace stockade::network {
@@ -41,28 +42,18 @@ bool iequals(std::string_view a, std::string_view b) {
                                               [](char x, char y) { return lower(x) == lower(y); });
 }
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-        s.remove_suffix(1);
-    }
-    return s;
-}
-
 // Headers that concern only this hop, client to proxy: never sent on to the origin server.
 constexpr std::array<std::string_view, 4> kHopByHop = {"proxy-authorization", "proxy-connection",
                                                        "connection", "keep-alive"};
 
 // "Basic dXNlcjpwdw==" -> ("user", "pw"); nothing for another scheme or a malformed value.
 void read_basic_credentials(std::string_view value, ProxyRequest& request) {
-    value = trim(value);
+    value = trim_ows(value);
     const size_t space = value.find(' ');
     if (space == std::string_view::npos || !iequals(value.substr(0, space), "basic")) {
         return;
     }
-    const std::optional<std::string> decoded = base64_decode(trim(value.substr(space + 1)));
+    const std::optional<std::string> decoded = base64_decode(trim_ows(value.substr(space + 1)));
     if (!decoded) {
         return;
     }
@@ -204,7 +195,7 @@ HeadParse parse_proxy_head(std::string_view bytes, size_t max_head) {
     }
     const auto host_field = head.find(http::field::host);
     if (host_field != head.end()) {
-        auto host = parse_authority(trim(sv(host_field->value())), 80);
+        auto host = parse_authority(trim_ows(sv(host_field->value())), 80);
         if (!host) {
             return bad(400, fmt::format("the Host header: {}", host.error().message));
         }
@@ -224,7 +215,7 @@ HeadParse parse_proxy_head(std::string_view bytes, size_t max_head) {
         std::string_view list = sv(field.value());
         while (!list.empty()) {
             const size_t comma = std::min(list.find(','), list.size());
-            const std::string_view name = trim(list.substr(0, comma));
+            const std::string_view name = trim_ows(list.substr(0, comma));
             if (!name.empty()) {
                 std::string lowered(name);
                 std::transform(lowered.begin(), lowered.end(), lowered.begin(), lower);

@@ -3,6 +3,8 @@
 #include <array>
 #include <utility>
 
+#include "common/parse.h"
+
 namespace stockade::policy {
 namespace {
 
@@ -56,19 +58,6 @@ bool raw_assignment(std::string_view raw) {
 // Reserved words that only group or steer commands: dropped where a command would start.
 constexpr std::array<std::string_view, 12> kDropped = {
     "{", "}", "!", "if", "then", "else", "elif", "fi", "do", "done", "while", "until"};
-
-int hex_value(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
 
 struct PendingHeredoc {
     std::string delimiter;
@@ -524,8 +513,8 @@ private:
                 case 'x': {
                     int value = 0;
                     int digits = 0;
-                    while (digits < 2 && pos_ < s_.size() && hex_value(s_[pos_]) >= 0) {
-                        value = value * 16 + hex_value(s_[pos_++]);
+                    while (digits < 2 && pos_ < s_.size() && hex_digit_value(s_[pos_]) >= 0) {
+                        value = value * 16 + hex_digit_value(s_[pos_++]);
                         ++digits;
                     }
                     w.text += digits > 0 ? static_cast<char>(value) : 'x';

@@ -62,25 +62,13 @@ std::string listed(Keys keys) {
 }
 
 std::optional<Sha256Digest> parse_sha256_hex(std::string_view text) {
-    auto nibble = [](char c) -> int {
-        if (c >= '0' && c <= '9') {
-            return c - '0';
-        }
-        if (c >= 'a' && c <= 'f') {
-            return c - 'a' + 10;
-        }
-        if (c >= 'A' && c <= 'F') {
-            return c - 'A' + 10;
-        }
-        return -1;
-    };
     Sha256Digest digest{};
     if (text.size() != digest.size() * 2) {
         return std::nullopt;
     }
     for (std::size_t i = 0; i < digest.size(); ++i) {
-        const int high = nibble(text[2 * i]);
-        const int low = nibble(text[2 * i + 1]);
+        const int high = hex_digit_value(text[2 * i]);
+        const int low = hex_digit_value(text[2 * i + 1]);
         if (high < 0 || low < 0) {
             return std::nullopt;
         }

@@ -99,16 +99,6 @@ bool listed(const std::vector<std::string>& list, std::string_view value) {
 
 }  // namespace
 
-std::string_view trim_ows(std::string_view value) {
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-        value.remove_prefix(1);
-    }
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) {
-        value.remove_suffix(1);
-    }
-    return value;
-}
-
 bool host_allowed(std::string_view host, const HostRules& rules) {
     host = trim_ows(host);
     if (!rules.loopback) {

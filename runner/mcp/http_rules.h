@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/parse.h"
 #include "runner/mcp/jsonrpc.h"
 
 namespace stockade::mcp::http {
@@ -48,7 +49,7 @@ Accepts parse_accept(std::string_view accept);
 std::optional<std::string> bearer_token(std::string_view authorization);
 
 // A header value with the optional white space around it removed (RFC 9110 §5.5).
-std::string_view trim_ows(std::string_view value);
+using stockade::trim_ows;
 
 // Protocol 2026-07-28 (SEP-2243): the standard headers must repeat what the body says.
 // `protocol_header`, `method_header`, `name_header`: the values of MCP-Protocol-Version,
