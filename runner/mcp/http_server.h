@@ -74,7 +74,7 @@ struct HttpOptions {
     std::size_t max_stream_bytes = std::size_t{16} << 20;
     // What a session keeps of its streams' events to resume them (the oldest go first; a
     // stream's last event stays until a newer stream's push it out, however large).
-    std::size_t replay_bytes = std::size_t{1} << 20;
+    std::size_t replay_bytes = std::size_t{256} << 10;
     std::size_t replay_events = 1024;    // events kept per stream for Last-Event-ID
     std::chrono::seconds heartbeat{15};  // an SSE comment when a stream is otherwise quiet
     std::chrono::seconds drain{30};      // SIGTERM: how long running calls may finish
