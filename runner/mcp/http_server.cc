@@ -336,6 +336,7 @@ public:
     }
 
     [[nodiscard]] bool ended() const { return ended_; }
+    void touch() { last_used.store(Clock::now().time_since_epoch().count()); }
     [[nodiscard]] std::size_t calls() const {
         return connection_ && !ended_ ? connection_->calls() : 0;
     }
@@ -344,7 +345,7 @@ public:
     // Hands a message to the connection. Thread: any I/O thread; one at a time per session.
     void deliver(jsonrpc::Message message, std::size_t bytes) {
         std::lock_guard lock(deliver_mu_);
-        last_used.store(Clock::now().time_since_epoch().count());
+        touch();
         if (connection_ && !ended_) {
             connection_->deliver(std::move(message), bytes);
         }
@@ -423,6 +424,9 @@ public:
     }
 
     void post(std::string message, const Route& route) override {
+        if (route.last) {
+            touch();  // idle counts from a request's end as well as from its start
+        }
         std::lock_guard lock(mu);
         std::shared_ptr<EventStream> stream;
         if (!route.request.empty()) {

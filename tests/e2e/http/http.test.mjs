@@ -1,10 +1,10 @@
 // End-to-end over Streamable HTTP: `stockade serve --http` with two tenants, driven by the
-// official MCP TypeScript SDK's StreamableHTTPClientTransport and by raw HTTP for what a client
+// official MCP TypeScript SDK's StreamableHTTPClientTransport (v1 and v2) and by raw HTTP for what a client
 // must not be able to do. STOCKADE_BIN names the binary (run_http.sh sets it); without it every
 // test here is skipped, so `node --test tests/e2e/` against the stdio servers passes them by.
 //
 // Tenants: "alpha" (token A; `echo asked ...` is asked about) and "beta" (token B, at most 2 sessions, 3 calls a second, idle
-// sessions end after 2 s), each with its own workspace root, and, as root, its own host uid
+// sessions end after 3 s), each with its own workspace root, and, as root, its own host uid
 // range. The operator's token O reads /metrics.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -18,6 +18,9 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+    Client as ClientV2, StreamableHTTPClientTransport as StreamableHTTPClientTransportV2,
+} from '@modelcontextprotocol/client';
 
 import { MODERN, modernMeta } from '../protocol.mjs';
 
@@ -58,7 +61,7 @@ async function startServer() {
                 name: 'beta', token_sha256: [sha256(TOKEN_B)],
                 workspace_root: path.join(dir, 'beta'),
                 ...(ROOT ? { host_uid_range: '1500100000-1500165535' } : {}),
-                limits: { sessions: 2, calls: 2, calls_per_second: 3, idle_ttl: '2s' },
+                limits: { sessions: 2, calls: 2, calls_per_second: 3, idle_ttl: '3s' },
             },
         ],
     };
@@ -130,6 +133,31 @@ function rawExchange(bytes, ms = 5000) {
     });
 }
 
+// The scenario of the stdio suite, through any SDK client connected as tenant alpha: the tool
+// list, write -> read -> edit -> grep -> glob -> bash on one file of its workspace, and the
+// metadata kept out of what the model reads.
+async function toolScenario(client, name) {
+    const names = (await client.listTools()).tools.map((t) => t.name);
+    assert.deepEqual(names, ['read', 'write', 'edit', 'grep', 'glob', 'bash', 'process']);
+    const file = path.join(dir, 'alpha', name);
+    let result = await client.callTool({ name: 'write', arguments: { file_path: file, content: 'one\ntwo\n' } });
+    assert.equal(result.isError, false, textOf(result));
+    result = await client.callTool({ name: 'read', arguments: { file_path: file } });
+    assert.match(textOf(result), /1→one/);
+    result = await client.callTool({ name: 'edit', arguments: { file_path: file, old_string: 'two', new_string: 'three' } });
+    assert.equal(result.isError, false, textOf(result));
+    result = await client.callTool({ name: 'grep', arguments: { pattern: 'three' } });
+    assert.match(textOf(result), new RegExp(name.replace('.', '\\.')));
+    result = await client.callTool({ name: 'glob', arguments: { pattern: '*.txt' } });
+    assert.match(textOf(result), /secret\.txt/);
+    result = await client.callTool({ name: 'bash', arguments: { command: `cat ${name} && pwd` } });
+    assert.match(textOf(result), /one\nthree/);
+    assert.match(textOf(result), new RegExp(path.join(dir, 'alpha')));
+    // Metadata stays in _meta, never in what the model reads.
+    assert.ok(result._meta && result._meta['dev.stockade/result']);
+    assert.doesNotMatch(textOf(result), /dev\.stockade/);
+}
+
 describe('stockade serve --http', { skip }, () => {
     before(startServer);
     after(() => {
@@ -140,27 +168,21 @@ describe('stockade serve --http', { skip }, () => {
         if (dir) fs.rmSync(dir, { recursive: true, force: true });
     });
 
-    test('the SDK client runs the tools in its tenant\'s workspace', async () => {
+    test('the SDK client (v1) runs the tools in its tenant\'s workspace', async () => {
         const { client, transport } = await sdkClient(TOKEN_A);
-        const names = (await client.listTools()).tools.map((t) => t.name);
-        assert.deepEqual(names, ['read', 'write', 'edit', 'grep', 'glob', 'bash', 'process']);
-        const file = path.join(dir, 'alpha', 'notes.txt');
-        let result = await client.callTool({ name: 'write', arguments: { file_path: file, content: 'one\ntwo\n' } });
-        assert.equal(result.isError, false, textOf(result));
-        result = await client.callTool({ name: 'read', arguments: { file_path: file } });
-        assert.match(textOf(result), /1→one/);
-        result = await client.callTool({ name: 'edit', arguments: { file_path: file, old_string: 'two', new_string: 'three' } });
-        assert.equal(result.isError, false, textOf(result));
-        result = await client.callTool({ name: 'grep', arguments: { pattern: 'three' } });
-        assert.match(textOf(result), /notes\.txt/);
-        result = await client.callTool({ name: 'glob', arguments: { pattern: '*.txt' } });
-        assert.match(textOf(result), /secret\.txt/);
-        result = await client.callTool({ name: 'bash', arguments: { command: 'cat notes.txt && pwd' } });
-        assert.match(textOf(result), /one\nthree/);
-        assert.match(textOf(result), new RegExp(path.join(dir, 'alpha')));
-        // Metadata stays in _meta, never in what the model reads.
-        assert.ok(result._meta && result._meta['dev.stockade/result']);
-        assert.doesNotMatch(textOf(result), /dev\.stockade/);
+        await toolScenario(client, 'notes-v1.txt');
+        await transport.terminateSession();
+        await client.close();
+    });
+
+    test('the SDK client (v2) runs the same calls', async () => {
+        const client = new ClientV2({ name: 'stockade-http-e2e-v2', version: '0.0.0' });
+        const transport = new StreamableHTTPClientTransportV2(new URL(url()), {
+            requestInit: { headers: { Authorization: `Bearer ${TOKEN_A}` } },
+        });
+        await client.connect(transport);
+        assert.match(transport.sessionId, /^[0-9a-f]{64}$/);
+        await toolScenario(client, 'notes-v2.txt');
         await transport.terminateSession();
         await client.close();
     });
@@ -276,8 +298,8 @@ describe('stockade serve --http', { skip }, () => {
         const refused = statuses.filter((r) => r.status === 429);
         assert.ok(refused.length >= 1 && refused.length <= 6, statuses.map((r) => r.status).join(','));
         assert.ok(Number(refused[0].headers.get('retry-after')) >= 1);
-        // Idle for more than 2 s: both sessions end, and their slots come back.
-        await sleep(3500);
+        // Idle for more than 3 s: both sessions end, and their slots come back.
+        await sleep(5000);
         const gone = await call(200);
         assert.equal(gone.status, 404);
         const again = await initialize(TOKEN_B);
