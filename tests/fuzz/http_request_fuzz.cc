@@ -60,9 +60,9 @@ void check_headers(const bhttp::request<bhttp::string_body>& request) {
             }
             return std::string_view(it->value().data(), it->value().size());
         };
-        auto mismatch = rules::modern_header_mismatch(optional("MCP-Protocol-Version"),
-                                                      optional("Mcp-Method"),
-                                                      optional("Mcp-Name"), "2026-07-28", *rpc);
+        auto mismatch =
+            rules::modern_header_mismatch(optional("MCP-Protocol-Version"), optional("Mcp-Method"),
+                                          optional("Mcp-Name"), "2026-07-28", *rpc);
         if (!mismatch && optional("Mcp-Method") == std::nullopt) {
             std::abort();  // a missing Mcp-Method is always a mismatch
         }
