@@ -103,14 +103,7 @@ public:
         if (!token || admin_.empty()) {
             return false;
         }
-        const Sha256Digest digest = sha256(*token);
-        const std::string_view given(reinterpret_cast<const char*>(digest.data()), digest.size());
-        bool found = false;
-        for (const Sha256Digest& hash : admin_) {
-            found |= constant_time_equal(
-                given, std::string_view(reinterpret_cast<const char*>(hash.data()), hash.size()));
-        }
-        return found;
+        return digest_in(admin_, sha256(*token));
     }
 
     Result<std::unique_ptr<mcp::ToolHost>> open_session(const mcp::HttpTenant& http_tenant,

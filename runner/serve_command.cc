@@ -108,6 +108,22 @@ int serve_command(const ServeOptions& options) {
     if (!options.http.empty()) {
         return http_serve_command(options);
     }
+    for (const auto& [set, flag] :
+         {std::pair{!options.tenants.empty(), "--tenants"},
+          std::pair{!options.token_file.empty(), "--token-file"},
+          std::pair{!options.admin_token_file.empty(), "--admin-token-file"},
+          std::pair{options.no_auth, "--no-auth"},
+          std::pair{!options.allowed_hosts.empty(), "--allowed-host"},
+          std::pair{!options.allowed_origins.empty(), "--allowed-origin"},
+          std::pair{!options.drain.empty(), "--drain"}}) {
+        if (set) {
+            fmt::print(stderr,
+                       "stockade serve: {} is for serve over HTTP: add --http ADDRESS:PORT, or "
+                       "drop it to serve on stdin/stdout\n",
+                       flag);
+            return kExitUsage;
+        }
+    }
     (void)::signal(SIGPIPE, SIG_IGN);
     release_large_buffers_on_free();
     // The protocol gets private copies of stdin and stdout; fds 0 and 1 become /dev/null and

@@ -649,22 +649,27 @@ Result<std::vector<Sha256Digest>> parse_token_hashes(std::string_view text) {
     return hashes;
 }
 
+bool digest_in(const std::vector<Sha256Digest>& hashes, const Sha256Digest& digest) {
+    const std::string_view wanted(reinterpret_cast<const char*>(digest.data()),  // NOLINT
+                                  digest.size());
+    bool found = false;
+    for (const Sha256Digest& hash : hashes) {
+        const std::string_view known(reinterpret_cast<const char*>(hash.data()),  // NOLINT
+                                     hash.size());
+        found |= constant_time_equal(wanted, known);  // every hash, whatever matched
+    }
+    return found;
+}
+
 const Tenant* find_tenant(const TenantsConfig& config, std::string_view token) {
     if (token.empty()) {
         return nullptr;
     }
     const Sha256Digest digest = sha256(token);
-    const std::string_view wanted(reinterpret_cast<const char*>(digest.data()),  // NOLINT
-                                  digest.size());
     const Tenant* found = nullptr;
     for (const Tenant& tenant : config.tenants) {
-        for (const Sha256Digest& hash : tenant.token_hashes) {
-            const std::string_view known(reinterpret_cast<const char*>(hash.data()),  // NOLINT
-                                         hash.size());
-            // Every hash is compared: no early exit, whatever matched.
-            if (constant_time_equal(wanted, known)) {
-                found = &tenant;
-            }
+        if (digest_in(tenant.token_hashes, digest)) {  // every tenant, whatever matched
+            found = &tenant;
         }
     }
     return found;

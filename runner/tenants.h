@@ -74,6 +74,9 @@ Result<std::vector<Sha256Digest>> parse_token_hashes(std::string_view text);
 // match, so that the time taken says nothing about which hash matched or how closely.
 const Tenant* find_tenant(const TenantsConfig& config, std::string_view token);
 
+// Whether `digest` is one of `hashes`, compared in constant time with every one of them.
+bool digest_in(const std::vector<Sha256Digest>& hashes, const Sha256Digest& digest);
+
 // The lower-case hex SHA-256 of a token: `stockade token hash`, the operator's way to make an
 // entry of token_sha256 or of a --token-file.
 std::string token_hash_hex(std::string_view token);

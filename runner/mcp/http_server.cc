@@ -639,7 +639,16 @@ public:
         boost::system::error_code ec;
         if (address.unix_socket) {
             rules_.loopback = true;
-            (void)::unlink(address.path.c_str());
+            // A socket left by an earlier run is replaced; anything else at the path is not ours.
+            struct stat st {};
+            if (::lstat(address.path.c_str(), &st) == 0) {
+                if (!S_ISSOCK(st.st_mode)) {
+                    return Error{Errc::kInvalidArgument,
+                                 "--http unix:" + address.path +
+                                     ": the path exists and is not a socket; give another"};
+                }
+                (void)::unlink(address.path.c_str());
+            }
             asio::local::stream_protocol::endpoint endpoint(address.path);
             unix_acceptor_.emplace(ioc_);
             unix_acceptor_->open(endpoint.protocol(), ec);

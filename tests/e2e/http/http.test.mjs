@@ -7,9 +7,10 @@
 // sessions end after 3 s), each with its own workspace root, and, as root, its own host uid
 // range. The operator's token O reads /metrics.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -274,6 +275,18 @@ describe('stockade serve --http', { skip }, () => {
         assert.equal((await fetch(url('/readyz'))).status, 200);
     });
 
+    test('the flags of serve --http are refused without it, and --no-auth off loopback', () => {
+        const stdio = spawnSync(BIN, ['serve', '--tenants', path.join(dir, 'tenants.json')], { encoding: 'utf8', input: '' });
+        assert.equal(stdio.status, 2);
+        assert.match(stdio.stderr, /--tenants is for serve over HTTP: add --http/);
+        const open = spawnSync(BIN, ['serve', '--http', '0.0.0.0:0', '--no-auth'], { encoding: 'utf8' });
+        assert.equal(open.status, 2);
+        assert.match(open.stderr, /--no-auth is only for a loopback address/);
+        const none = spawnSync(BIN, ['serve', '--http', '127.0.0.1:0'], { encoding: 'utf8' });
+        assert.equal(none.status, 2);
+        assert.match(none.stderr, /--http needs tokens/);
+    });
+
     test('a foreign Origin or Host is refused (DNS rebinding)', async () => {
         const { response } = await initialize(TOKEN_A).catch(() => ({}));
         assert.equal(response.status, 200);
@@ -463,5 +476,43 @@ describe('stockade serve --http when things die', { skip }, () => {
             }
             assert.deepEqual(ranged, []);
         }
+    });
+});
+
+describe('stockade serve --http on a unix socket', { skip }, () => {
+    test('serves /mcp there without a token, and removes the socket when it stops', async () => {
+        const where = fs.mkdtempSync(path.join(os.tmpdir(), 'stockade-unix-'));
+        const socketPath = path.join(where, 'mcp.sock');
+        fs.writeFileSync(path.join(where, 'not-a-socket'), 'keep me');
+        const refused = spawnSync(BIN, ['serve', '--http', `unix:${path.join(where, 'not-a-socket')}`, '--no-auth', '--workspace', where], { encoding: 'utf8' });
+        assert.equal(refused.status, 2);
+        assert.match(refused.stderr, /is not a socket/);
+        assert.equal(fs.readFileSync(path.join(where, 'not-a-socket'), 'utf8'), 'keep me');
+        let log = '';
+        fs.mkdirSync(path.join(where, 'ws'));
+        const server = spawn(BIN, ['serve', '--http', `unix:${socketPath}`, '--no-auth', '--workspace', path.join(where, 'ws'), '--no-user-settings'], {
+            env: { ...process.env, STOCKADE_STATE_DIR: path.join(where, 'state') }, stdio: ['ignore', 'ignore', 'pipe'],
+        });
+        server.stderr.on('data', (c) => { log += c; });
+        for (let i = 0; i < 200 && !log.includes('listening on'); ++i) await sleep(25);
+        assert.match(log, /listening on unix:.*mcp\.sock \(path \/mcp\)/);
+        assert.match(log, /WARNING: --no-auth/);
+        const request = (method, body) => new Promise((resolve, reject) => {
+            const req = http.request({ socketPath, path: '/mcp', method, headers: { Host: 'localhost', ...HEADERS } }, (res) => {
+                let text = '';
+                res.on('data', (c) => { text += c; });
+                res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, text }));
+            });
+            req.on('error', reject);
+            req.end(body);
+        });
+        const init = await request('POST', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'unix', version: '0' } } }));
+        assert.equal(init.status, 200, init.text);
+        assert.match(init.headers['mcp-session-id'], /^[0-9a-f]{64}$/);
+        server.kill('SIGTERM');
+        const code = await new Promise((resolve) => server.on('exit', resolve));
+        assert.equal(code, 0, log);
+        assert.equal(fs.existsSync(socketPath), false);
+        fs.rmSync(where, { recursive: true, force: true });
     });
 });
