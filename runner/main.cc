@@ -1,6 +1,7 @@
 // stockade: the CLI. Each verb is a file of its own (run_command.cc, doctor_command.cc).
 #include <unistd.h>
 
+#include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -157,6 +158,13 @@ int main(int argc, char** argv) {
     CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};
     app.set_version_flag("--version", "stockade " + std::string(stockade::kVersion));
     app.require_subcommand(1);
+    // Global, before or after the verb (fallthrough: a verb hands the options it lacks up).
+    std::string log_format;
+    app.add_option("--log-format", log_format,
+                   "Logs on stderr: text (default) or json, one object per line (overrides "
+                   "$STOCKADE_LOG_FORMAT)")
+        ->check(CLI::IsMember({"text", "json"}));
+    app.fallthrough();
 
     stockade::runner::RunOptions run_options;
     CLI::App* run = app.add_subcommand(
@@ -284,6 +292,9 @@ int main(int argc, char** argv) {
         }
         fmt::print(stderr, "{}: {}. Run '{} --help' for usage.\n", where, e.what(), where);
         return kExitUsage;
+    }
+    if (auto format = stockade::log::parse_format(log_format)) {
+        stockade::log::set_format(*format);
     }
     if (run->parsed()) {
         return stockade::runner::run_command(run_options);
