@@ -1,21 +1,33 @@
 #include "runner/doctor_command.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "common/syscall.h"
 #include "images/image.h"
+#include "policy/preset.h"
 #include "runner/host_environment.h"
 #include "runner/isolation.h"
+#include "runner/policy_enforcement.h"
+#include "runner/policy_setup.h"
 #include "runner/run_command.h"
+#include "runner/tenant_doctor.h"
+#include "runner/tenants.h"
 #include "sandbox/features.h"
 
 namespace stockade::runner {
 
-int doctor_command() {
-    using sandbox::Isolation;
-    const sandbox::HostFeatures& features = host_features();
+namespace {
+
+void print_checks(const sandbox::HostFeatures& features) {
     size_t width = 0;
     auto checks = features.checks();
     for (const auto& check : checks) {
@@ -24,6 +36,153 @@ int doctor_command() {
     for (const auto& check : checks) {
         fmt::print("{:<4} {:<{}}  {}\n", check.ok ? "ok" : "no", check.name, width, check.detail);
     }
+}
+
+std::string read_or_empty(const std::string& path) {
+    auto text = read_file(path, 16 << 20);
+    return text ? std::move(*text) : std::string();
+}
+
+// Every process's real uid, from /proc/PID/status; processes that exit meanwhile are skipped.
+std::vector<ProcessOwner> running_processes() {
+    std::vector<ProcessOwner> out;
+    DIR* proc = ::opendir("/proc");
+    if (proc == nullptr) {
+        return out;
+    }
+    while (const dirent* entry = ::readdir(proc)) {  // NOLINT(concurrency-mt-unsafe): one thread
+        char* end = nullptr;
+        const long pid = std::strtol(entry->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0') {
+            continue;
+        }
+        const std::string dir = fmt::format("/proc/{}", pid);
+        auto status = read_file(dir + "/status");
+        if (!status) {
+            continue;
+        }
+        const auto at = status->find("\nUid:");
+        if (at == std::string::npos) {
+            continue;
+        }
+        const unsigned long uid = std::strtoul(status->c_str() + at + 5, nullptr, 10);
+        std::string comm = read_or_empty(dir + "/comm");
+        while (!comm.empty() && comm.back() == '\n') {
+            comm.pop_back();
+        }
+        out.push_back(ProcessOwner{static_cast<pid_t>(pid), static_cast<uid_t>(uid), comm});
+    }
+    ::closedir(proc);
+    return out;
+}
+
+PathFacts stat_path(const std::string& path) {
+    PathFacts facts;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) {
+            facts.error = fmt::format("cannot stat it: {}", std::strerror(errno));
+        }
+        return facts;
+    }
+    facts.exists = true;
+    facts.directory = S_ISDIR(st.st_mode);
+    facts.uid = st.st_uid;
+    facts.gid = st.st_gid;
+    facts.mode = st.st_mode & 07777;
+    facts.writable = ::access(path.c_str(), W_OK) == 0;
+    return facts;
+}
+
+// The tenant's policy as a session loads it: its file and rules with the implicit layers
+// (managed, project, user), on its workspace root (an empty directory when that is missing).
+PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
+    PolicyFacts facts;
+    PolicyFlags flags;
+    if (!tenant.policy.empty()) {
+        flags.files.push_back(tenant.policy);
+    }
+    flags.allow = tenant.allow;
+    flags.ask = tenant.ask;
+    flags.deny = tenant.deny;
+    std::string workspace = tenant.workspace_root;
+    std::string empty_dir;
+    if (!workspace_ok) {
+        char tmpl[] = "/tmp/stockade-doctor-XXXXXX";
+        if (::mkdtemp(tmpl) == nullptr) {
+            facts.error = fmt::format("cannot make an empty directory to load it on: {}",
+                                      std::strerror(errno));
+            return facts;
+        }
+        empty_dir = workspace = tmpl;
+        facts.without_workspace = true;
+    }
+    auto loaded = load_policy(flags, workspace, facts.warnings);
+    if (!empty_dir.empty()) {
+        (void)::rmdir(empty_dir.c_str());
+    }
+    if (!loaded) {
+        facts.error = loaded.error().message;
+        return facts;
+    }
+    facts.loaded = true;
+    facts.mode = policy::mode_name(loaded->mode());
+    facts.preset = policy::preset_name(loaded->preset());
+    facts.rules = loaded->rules().size();
+    facts.quotas = loaded->quotas();
+    facts.network =
+        session_network(*loaded, tenant.network == "allowlist" ? sandbox::NetworkMode::kAllowlist
+                                                               : sandbox::NetworkMode::kNone);
+    return facts;
+}
+
+}  // namespace
+
+int doctor_tenants_command(const std::string& tenants_file) {
+    auto config = load_tenants(tenants_file);
+    if (!config) {
+        fmt::print(stderr, "stockade doctor: {}\n", config.error().message);
+        return kExitUsage;
+    }
+    DoctorHost host{.features = host_features(),
+                    .caller = current_caller(),
+                    .passwd = read_or_empty("/etc/passwd"),
+                    .group = read_or_empty("/etc/group"),
+                    .subuid = read_or_empty("/etc/subuid"),
+                    .subgid = read_or_empty("/etc/subgid"),
+                    .processes = {}};
+    if (host.caller.privileged) {
+        host.processes = running_processes();
+    }
+    print_checks(host.features);
+    fmt::print(
+        "\nTenants of {}, as sessions of `stockade serve --http --tenants` run by uid {} "
+        "would get them on this host:\n",
+        tenants_file, host.caller.euid);
+    size_t with_errors = 0;
+    size_t with_warnings = 0;
+    for (const Tenant& tenant : config->tenants) {
+        TenantFacts facts;
+        facts.workspace_root = stat_path(tenant.workspace_root);
+        facts.policy = load_tenant_policy(tenant, facts.workspace_root.directory);
+        const TenantReport report = tenant_report(tenant, host, facts);
+        fmt::print("\n{}", format_tenant_report(report));
+        if (!report.ok()) {
+            ++with_errors;
+        } else if (report.count(Severity::kWarning) > 0) {
+            ++with_warnings;
+        }
+    }
+    fmt::print("\ntenants: {} checked, {} ok, {} with warnings, {} with errors\n",
+               config->tenants.size(), config->tenants.size() - with_errors - with_warnings,
+               with_warnings, with_errors);
+    return with_errors > 0 ? 1 : 0;
+}
+
+int doctor_command() {
+    using sandbox::Isolation;
+    const sandbox::HostFeatures& features = host_features();
+    print_checks(features);
     // The same resolution run and every session worker make.
     auto resolved = resolve_isolation(Isolation::kAuto, features);
     if (!resolved) {

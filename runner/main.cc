@@ -171,6 +171,10 @@ int main(int argc, char** argv) {
         "run", "Run a command in a sandbox: stockade run [options] -- CMD [ARGS...]");
     add_run_options(*run, run_options);
     CLI::App* doctor = app.add_subcommand("doctor", "Check what isolation this host can give");
+    std::string doctor_tenants;
+    doctor->add_option("--tenants", doctor_tenants,
+                       "A tenants file of serve --http: what isolation, uids and limits each "
+                       "tenant's sessions will get here");
 
     stockade::runner::ServeOptions serve_options;
     CLI::App* serve = app.add_subcommand(
@@ -300,7 +304,8 @@ int main(int argc, char** argv) {
         return stockade::runner::run_command(run_options);
     }
     if (doctor->parsed()) {
-        return stockade::runner::doctor_command();
+        return doctor_tenants.empty() ? stockade::runner::doctor_command()
+                                      : stockade::runner::doctor_tenants_command(doctor_tenants);
     }
     if (serve->parsed()) {
         return stockade::runner::serve_command(serve_options);
