@@ -15,6 +15,7 @@
 #include "runner/run_command.h"
 #include "runner/serve_command.h"
 #include "runner/session_worker.h"
+#include "runner/sessions_command.h"
 
 namespace {
 
@@ -253,6 +254,28 @@ int main(int argc, char** argv) {
         "Print the SHA-256 of the token read from stdin, for --token-file or a tenants "
         "file's token_sha256");
 
+    CLI::App* sessions =
+        app.add_subcommand("sessions", "The sessions of a serve --http: list them, end some");
+    sessions->require_subcommand(1);
+    stockade::runner::SessionsOptions sessions_options;
+    for (CLI::App* verb :
+         {sessions->add_subcommand("list", "List the sessions: id, tenant, age, idle time, calls"),
+          sessions->add_subcommand("kill", "End sessions: stockade sessions kill ID...")}) {
+        verb->add_option("--server", sessions_options.server,
+                         "serve --http's address: http://HOST:PORT or unix:/PATH (default: "
+                         "$STOCKADE_SERVER, else http://127.0.0.1:8080)");
+        verb->add_option("--admin-token-file", sessions_options.admin_token_file,
+                         "A file whose first line is the admin token, the one whose hash is in "
+                         "serve's --admin-token-file (default: $STOCKADE_ADMIN_TOKEN)");
+    }
+    CLI::App* sessions_list = sessions->get_subcommand("list");
+    sessions_list->add_flag("--json", sessions_options.json,
+                            "Print the server's JSON as it is: {\"sessions\": [{id, tenant, "
+                            "age_seconds, idle_seconds, calls}]}");
+    CLI::App* sessions_kill = sessions->get_subcommand("kill");
+    sessions_kill->add_option("ids", sessions_options.ids, "The ids of the sessions to end")
+        ->required();
+
     CLI::App* policy = app.add_subcommand("policy", "Check settings files; explain a decision");
     policy->require_subcommand(1);
     stockade::runner::PolicyCheckOptions check_options;
@@ -289,7 +312,8 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::string where = "stockade";
-        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token}) {
+        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token, sessions,
+                               sessions_list, sessions_kill}) {
             if (verb->parsed()) {
                 where += " " + verb->get_name();
             }
@@ -315,6 +339,12 @@ int main(int argc, char** argv) {
     }
     if (token_hash->parsed()) {
         return stockade::runner::token_hash_command();
+    }
+    if (sessions_list->parsed()) {
+        return stockade::runner::sessions_list_command(sessions_options);
+    }
+    if (sessions_kill->parsed()) {
+        return stockade::runner::sessions_kill_command(sessions_options);
     }
     if (check->parsed()) {
         return stockade::runner::policy_check_command(check_options);

@@ -134,6 +134,14 @@ function rawExchange(bytes, ms = 5000) {
     });
 }
 
+// `stockade sessions ARGS...`, with no STOCKADE_SERVER or STOCKADE_ADMIN_TOKEN but those of `env`.
+function sessionsCli(args, env = {}) {
+    const clean = { ...process.env };
+    delete clean.STOCKADE_SERVER;
+    delete clean.STOCKADE_ADMIN_TOKEN;
+    return spawnSync(BIN, ['sessions', ...args], { encoding: 'utf8', env: { ...clean, ...env }, timeout: 30000 });
+}
+
 // The scenario of the stdio suite, through any SDK client connected as tenant alpha: the tool
 // list, write -> read -> edit -> grep -> glob -> bash on one file of its workspace, and the
 // metadata kept out of what the model reads.
@@ -273,6 +281,79 @@ describe('stockade serve --http', { skip }, () => {
         assert.match(text, /stockade_tool_call_seconds_bucket\{tool="read",le="\+Inf"\} \d+/);
         assert.equal((await fetch(url('/healthz'))).status, 200);
         assert.equal((await fetch(url('/readyz'))).status, 200);
+    });
+
+    test('stockade sessions list and kill: the operator ends one session of one tenant', async () => {
+        const a = await sdkClient(TOKEN_A);
+        const b = await sdkClient(TOKEN_B);
+        const idA = a.transport.sessionId;
+        const idB = b.transport.sessionId;
+        const tokenFile = path.join(dir, 'admin.token');
+        fs.writeFileSync(tokenFile, `${TOKEN_O}\n`);
+        const server = ['--server', `http://127.0.0.1:${port}`, '--admin-token-file', tokenFile];
+
+        const json = sessionsCli(['list', '--json', ...server]);
+        assert.equal(json.status, 0, json.stderr);
+        const listed = new Map(JSON.parse(json.stdout).sessions.map((s) => [s.id, s]));
+        assert.equal(listed.get(idA)?.tenant, 'alpha', json.stdout);
+        assert.equal(listed.get(idB)?.tenant, 'beta', json.stdout);
+        assert.ok(listed.get(idA).age_seconds >= 0 && listed.get(idA).calls >= 0);
+
+        // The table, with the server and token from the environment this time.
+        const table = sessionsCli(['list'], { STOCKADE_SERVER: url(), STOCKADE_ADMIN_TOKEN: TOKEN_O });
+        assert.equal(table.status, 0, table.stderr);
+        const lines = table.stdout.trimEnd().split('\n');
+        assert.match(lines[0], /^ID\s+TENANT\s+AGE\s+IDLE\s+CALLS$/);
+        assert.ok(lines.some((l) => new RegExp(`^${idA}\\s+alpha\\s+\\d+s\\s+\\d+s\\s+\\d+$`).test(l)), table.stdout);
+        assert.ok(lines.findIndex((l) => l.includes(idA)) < lines.findIndex((l) => l.includes(idB)), 'sorted by tenant');
+
+        const killed = sessionsCli(['kill', idB, ...server]);
+        assert.equal(killed.status, 0, killed.stderr);
+        assert.equal(killed.stdout, `ended session ${idB}\n`);
+        // The session ends on the server's own time: its id is soon unknown to the MCP endpoint.
+        const list = { jsonrpc: '2.0', id: 9, method: 'tools/list' };
+        let status;
+        for (let i = 0; i < 40; ++i) {
+            const r = await post(TOKEN_B, list, { 'Mcp-Session-Id': idB, 'MCP-Protocol-Version': '2025-11-25' });
+            await r.text();
+            status = r.status;
+            if (status === 404) break;
+            await sleep(50);
+        }
+        assert.equal(status, 404);
+        assert.equal((await a.client.listTools()).tools.length, 7);
+        const after = JSON.parse(sessionsCli(['list', '--json', ...server]).stdout).sessions.map((s) => s.id);
+        assert.ok(after.includes(idA) && !after.includes(idB), after.join(','));
+
+        // An id the server does not hold; the run goes on to the next id and exits 1.
+        const again = sessionsCli(['kill', idB, idA, ...server]);
+        assert.equal(again.status, 1);
+        assert.match(again.stderr, new RegExp(`no session ${idB} on this server`));
+        assert.equal(again.stdout, `ended session ${idA}\n`);
+
+        // Tokens that are not the operator's, no token, no server.
+        const wrongFile = path.join(dir, 'wrong.token');
+        fs.writeFileSync(wrongFile, crypto.randomBytes(32).toString('hex'));
+        fs.writeFileSync(path.join(dir, 'tenant-a.token'), TOKEN_A);
+        for (const file of [wrongFile, path.join(dir, 'tenant-a.token')]) {
+            const wrong = sessionsCli(['list', '--server', url(), '--admin-token-file', file]);
+            assert.equal(wrong.status, 1);
+            assert.match(wrong.stderr, /the admin token was refused \(401 Unauthorized\): give the token whose hash is in serve's --admin-token-file/);
+            assert.equal(wrong.stdout, '');
+        }
+        const wrongKill = sessionsCli(['kill', idA, '--server', url(), '--admin-token-file', wrongFile]);
+        assert.equal(wrongKill.status, 1);
+        assert.match(wrongKill.stderr, /the admin token was refused/);
+        const none = sessionsCli(['list', '--server', url()]);
+        assert.equal(none.status, 1);
+        assert.match(none.stderr, /needs the admin token .*--admin-token-file FILE/);
+        const hashFile = sessionsCli(['list', '--server', url(), '--admin-token-file', path.join(dir, 'admin.sha256')]);
+        assert.equal(hashFile.status, 2);
+        assert.match(hashFile.stderr, /looks like serve's hash file/);
+        const refused = sessionsCli(['list', '--server', 'http://127.0.0.1:1', '--admin-token-file', tokenFile]);
+        assert.equal(refused.status, 1);
+        assert.match(refused.stderr, /ECONNREFUSED.*is stockade serve --http running at http:\/\/127\.0\.0\.1:1\?/);
+        for (const side of [a, b]) await side.client.close().catch(() => {});
     });
 
     test('the flags of serve --http are refused without it, and --no-auth off loopback', () => {
@@ -509,6 +590,23 @@ describe('stockade serve --http on a unix socket', { skip }, () => {
         const init = await request('POST', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'unix', version: '0' } } }));
         assert.equal(init.status, 200, init.text);
         assert.match(init.headers['mcp-session-id'], /^[0-9a-f]{64}$/);
+        // The operator's CLI over the socket (--no-auth: no admin token either).
+        const id = init.headers['mcp-session-id'];
+        const listed = sessionsCli(['list', '--json', '--server', `unix:${socketPath}`]);
+        assert.equal(listed.status, 0, listed.stderr);
+        assert.deepEqual(JSON.parse(listed.stdout).sessions.map((s) => [s.id, s.tenant]), [[id, 'default']]);
+        const killed = sessionsCli(['kill', id], { STOCKADE_SERVER: `unix:${socketPath}` });
+        assert.equal(killed.status, 0, killed.stderr);
+        assert.equal(killed.stdout, `ended session ${id}\n`);
+        let empty;
+        for (let i = 0; i < 40; ++i) {
+            empty = sessionsCli(['list', '--server', `unix:${socketPath}`]);
+            if (empty.stderr.includes('no sessions open')) break;
+            await sleep(50);
+        }
+        assert.equal(empty.status, 0, empty.stderr);
+        assert.equal(empty.stdout, '');
+        assert.match(empty.stderr, /no sessions open on unix:/);
         server.kill('SIGTERM');
         const code = await new Promise((resolve) => server.on('exit', resolve));
         assert.equal(code, 0, log);
