@@ -1,20 +1,19 @@
 #include "runner/mcp/call_pool.h"
 
 #include <algorithm>
+#include <system_error>
 #include <utility>
-
-#include <boost/asio/post.hpp>
 
 namespace stockade::mcp {
 
-CallPool::CallPool(CallPoolLimits limits)
-    : limits_(limits), threads_(std::max<std::size_t>(1, limits.threads)) {}
+CallPool::CallPool(CallPoolLimits limits) : limits_(limits) {}
 
 CallPool::~CallPool() {
     shutdown();
 }
 
 CallPool::Submitted CallPool::submit(std::shared_ptr<Call> call, RunFn run) {
+    std::vector<std::thread> ended;
     {
         std::lock_guard lock(mu_);
         Submitted decided{
@@ -29,14 +28,79 @@ CallPool::Submitted CallPool::submit(std::shared_ptr<Call> call, RunFn run) {
         if (decided.admission != Admission::kAdmitted) {
             return decided;
         }
+        ended = take_ended();
+        // A thread only when every idle one has a task already: the queue holds the tasks no
+        // thread has taken yet.
+        const bool spawn = queue_.size() + 1 > idle_ &&
+                           running_.size() < std::max<std::size_t>(1, limits_.threads);
+        if (spawn) {
+            try {
+                std::thread thread([this] { work(); });
+                const auto id = thread.get_id();
+                running_.emplace(id, std::move(thread));
+            } catch (const std::system_error&) {
+                if (running_.empty()) {  // nothing would ever run it: refuse it as too many
+                    decided.admission = Admission::kFull;
+                    return decided;
+                }  // else it waits for a running thread
+            }
+        }
         calls_.emplace(call->key, call);
         bytes_ += call->bytes;
+        queue_.emplace_back([this, call = std::move(call), run = std::move(run)] {
+            run(call);
+            release(*call);
+        });
     }
-    boost::asio::post(threads_, [this, call = std::move(call), run = std::move(run)] {
-        run(call);
-        release(*call);
-    });
+    queued_.notify_one();
+    for (auto& thread : ended) {
+        thread.join();
+    }
     return {};
+}
+
+void CallPool::work() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+        if (queue_.empty()) {
+            if (closed_) {
+                break;
+            }
+            ++idle_;
+            const bool woken = queued_.wait_for(lock, limits_.linger,
+                                                [this] { return !queue_.empty() || closed_; });
+            --idle_;
+            if (!woken) {
+                break;  // idle for the whole linger
+            }
+            continue;
+        }
+        std::function<void()> task = std::move(queue_.front());
+        queue_.pop_front();
+        lock.unlock();
+        task();
+        task = nullptr;  // the call's captures go before the lock is taken again
+        lock.lock();
+    }
+    // The std::thread of this very thread cannot be joined here: the next submit or the
+    // shutdown does it.
+    auto self = running_.extract(std::this_thread::get_id());
+    ended_threads_.push_back(std::move(self.mapped()));
+    ended_.notify_all();
+}
+
+std::vector<std::thread> CallPool::take_ended() {
+    return std::exchange(ended_threads_, {});
+}
+
+std::size_t CallPool::threads() const {
+    std::lock_guard lock(mu_);
+    return running_.size();
+}
+
+std::size_t CallPool::idle_threads() const {
+    std::lock_guard lock(mu_);
+    return idle_;
 }
 
 void CallPool::release(const Call& call) {
@@ -71,7 +135,16 @@ std::size_t CallPool::shutdown() {
             ++stopped;
         }
     }
-    threads_.join();
+    queued_.notify_all();
+    std::vector<std::thread> ended;
+    {
+        std::unique_lock lock(mu_);
+        ended_.wait(lock, [this] { return running_.empty(); });
+        ended = take_ended();
+    }
+    for (auto& thread : ended) {
+        thread.join();
+    }
     return stopped;
 }
 

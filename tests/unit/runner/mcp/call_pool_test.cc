@@ -122,5 +122,45 @@ TEST(CallPoolTest, ShutdownStopsRunningAndWaitingCallsThenRefusesNewOnes) {
     EXPECT_EQ(pool.shutdown(), 0U);
 }
 
+TEST(CallPoolTest, StartsThreadsAsCallsNeedThemAndEndsThemWhenIdle) {
+    Gate gate;
+    CallPool pool({.threads = 3,
+                   .max_calls = 16,
+                   .max_bytes = 1 << 20,
+                   .linger = std::chrono::milliseconds(20)});
+    EXPECT_EQ(pool.threads(), 0U) << "an idle session holds no thread";
+    for (const char* key : {"a", "b", "c", "d", "e"}) {
+        ASSERT_EQ(pool.submit(make_call(key), gate.run()).admission, Admission::kAdmitted);
+    }
+    EXPECT_EQ(gate.started(3).size(), 3U);
+    EXPECT_EQ(pool.threads(), 3U) << "no more than its limit";
+    gate.open();
+    EXPECT_EQ(gate.started(5).size(), 5U);
+    // Idle past the linger, every thread ends; a later call starts one again.
+    for (int i = 0; i < 500 && pool.threads() > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(pool.threads(), 0U);
+    ASSERT_EQ(pool.submit(make_call("f"), gate.run()).admission, Admission::kAdmitted);
+    EXPECT_EQ(gate.started(6).size(), 6U);
+    pool.shutdown();  // joins every thread
+    EXPECT_EQ(pool.threads(), 0U);
+}
+
+TEST(CallPoolTest, ReusesAnIdleThreadRatherThanStartingAnother) {
+    Gate gate;
+    gate.open();
+    CallPool pool({.threads = 4, .max_calls = 16, .max_bytes = 1 << 20});
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_EQ(pool.submit(make_call(std::to_string(i)), gate.run()).admission,
+                  Admission::kAdmitted);
+        gate.started(static_cast<std::size_t>(i) + 1);
+        for (int j = 0; j < 500 && pool.idle_threads() < pool.threads(); ++j) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+    EXPECT_EQ(pool.threads(), 1U) << "calls one after another need one thread";
+}
+
 }  // namespace
 }  // namespace stockade::mcp
