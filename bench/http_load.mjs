@@ -1,7 +1,9 @@
 // The load client of bench/http.sh: `stockade serve --http` with two tenants' sessions doing
 // `read` and `bash true` in a loop, beside the same calls over stdio, and with a third tenant
 // flooding. Prints one table; exits 0 whatever the figures (a report, not a test).
-//   node bench/http_load.mjs --bin BUILD/stockade [--sessions 200] [--duration 60]
+//   node bench/http_load.mjs --bin BUILD/stockade [--sessions 200] [--duration 60] [--check 1]
+// --check 1 (the ctest load_http): exits 1 when a call failed or went unanswered, or the server
+// did not stop cleanly. Timings are still printed, never judged.
 import { spawn, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -227,7 +229,7 @@ await Promise.all([
 ]);
 
 server.kill('SIGTERM');
-await new Promise((r) => server.on('exit', r));
+const serverExit = await new Promise((r) => server.on('exit', (code, signal) => r({ code, signal })));
 fs.rmSync(dir, { recursive: true, force: true });
 
 // ---- report ----------------------------------------------------------------------------------------
@@ -256,3 +258,17 @@ console.log(`supervisor RSS: ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rss
 console.log(`their sandboxes: ${workers.length} processes, ${(workerRss / 1024 / SESSIONS).toFixed(2)} MiB RSS per session`);
 console.log(`calls: HTTP ${answered(http)}/${http.sent} answered, ${http.errors} errors; stdio ${answered(stdio)}/${stdio.sent}, ${stdio.errors} errors; flooded phase ${answered(flooded)}/${flooded.sent}, ${flooded.errors} errors; the flood ${answered(flood)}/${flood.sent}, ${flood.errors} errors`);
 console.log(`throughput: HTTP ${(answered(http) / (DURATION / 1000)).toFixed(0)} calls/s, stdio ${(answered(stdio) / (DURATION / 1000)).toFixed(0)} calls/s`);
+
+if (args.check) {
+    const failures = [];
+    for (const [name, stats] of [['HTTP', http], ['stdio', stdio], ['flooded', flooded], ['the flood', flood]]) {
+        if (stats.errors > 0) failures.push(`${name}: ${stats.errors} calls failed`);
+        if (answered(stats) + stats.errors !== stats.sent) failures.push(`${name}: ${stats.sent - answered(stats) - stats.errors} calls got no answer`);
+        if (stats.sent === 0) failures.push(`${name}: no call was made`);
+    }
+    if (createTimes.length !== SESSIONS) failures.push(`${createTimes.length} of ${SESSIONS} sessions opened`);
+    if (serverExit.code !== 0) failures.push(`serve exited with ${JSON.stringify(serverExit)} after SIGTERM`);
+    for (const f of failures) console.error(`FAIL: ${f}`);
+    if (failures.length > 0) console.error(serverLog.slice(-4000));
+    process.exit(failures.length > 0 ? 1 : 0);
+}

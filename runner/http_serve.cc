@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -18,6 +19,7 @@
 
 #include "common/crypto.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "common/version.h"
 #include "runner/mcp/http_server.h"
 #include "runner/session.h"
@@ -88,6 +90,53 @@ public:
 
     [[nodiscard]] const TenantsConfig& config() const { return config_; }
 
+    // Each tenant's state directory, its disk pool (what its sessions' tool output may hold
+    // together, ended sessions' included: they are pruned, oldest first, when the pool needs
+    // room, and at this start) and its meters.
+    Status prepare() {
+        const std::string root = base_.state_dir.empty() ? default_state_dir() : base_.state_dir;
+        for (const Tenant& tenant : config_.tenants) {
+            const std::string& limit =
+                tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk;
+            uint64_t cap = SessionConfig{}.spill_cap_bytes;
+            if (!limit.empty()) {
+                auto size = parse_size(limit);
+                if (!size) {
+                    return Error{Errc::kInvalidArgument,
+                                 fmt::format("tenant {}: disk \"{}\": {}", tenant.name, limit,
+                                             size.error().message)};
+                }
+                cap = *size;
+            }
+            ASSIGN_OR_RETURN(
+                std::string dir,
+                resolve_state_dir(from_file_ ? root + "/tenants/" + tenant.name : root));
+            const PruneResult pruned = prune_tool_outputs(dir, cap);
+            auto reclaim = [dir](uint64_t need) {
+                return prune_tool_outputs(dir, UINT64_MAX, need).freed;
+            };
+            shared_.push_back(Shared{.state_dir = dir,
+                                     .disk = std::make_shared<DiskPool>(cap, pruned.kept, reclaim),
+                                     .meters = std::make_shared<SessionMeters>()});
+        }
+        return {};
+    }
+
+    std::vector<mcp::TenantUsage> usage() override {
+        std::vector<mcp::TenantUsage> out;
+        for (std::size_t i = 0; i < shared_.size(); ++i) {
+            const Shared& shared = shared_[i];
+            out.push_back(mcp::TenantUsage{
+                .tenant = config_.tenants[i].name,
+                .worker_restarts = shared.meters->worker_restarts.load(std::memory_order_relaxed),
+                .processes = shared.meters->processes.load(std::memory_order_relaxed),
+                .output_bytes = shared.disk->written(),
+                .disk_bytes = shared.disk->used(),
+                .disk_limit_bytes = shared.disk->cap()});
+        }
+        return out;
+    }
+
     const mcp::HttpTenant* authenticate(const std::optional<std::string>& token) override {
         if (no_auth_) {
             return &http_.front();
@@ -133,14 +182,15 @@ public:
         policy.allow.insert(policy.allow.end(), tenant.allow.begin(), tenant.allow.end());
         policy.ask.insert(policy.ask.end(), tenant.ask.begin(), tenant.ask.end());
         policy.deny.insert(policy.deny.end(), tenant.deny.begin(), tenant.deny.end());
-        std::string state_dir = base_.state_dir.empty() ? default_state_dir() : base_.state_dir;
-        if (from_file_) {
-            state_dir += "/tenants/" + tenant.name;
-        }
+        const Shared& shared = shared_.at(index(tenant));
         auto session = runner::open_session(
-            dir, state_dir, "", base_.process_log_cap,
+            dir, shared.state_dir, "", base_.process_log_cap,
             tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk, policy, sandbox,
-            base_.structured_content);
+            base_.structured_content, [&shared](SessionConfig& config) {
+                config.disk_pool = shared.disk;
+                config.meters = shared.meters;
+                config.prune_outputs = false;  // the pool reclaims ended sessions' output
+            });
         if (!session) {
             return session.error();
         }
@@ -156,8 +206,15 @@ private:
         return static_cast<std::size_t>(&tenant - config_.tenants.data());
     }
 
+    struct Shared {
+        std::string state_dir;
+        std::shared_ptr<DiskPool> disk;
+        std::shared_ptr<SessionMeters> meters;
+    };
+
     const TenantsConfig config_;
     std::vector<mcp::HttpTenant> http_;  // one per tenant, in the same order
+    std::vector<Shared> shared_;         // one per tenant, in the same order (prepare)
     const std::vector<Sha256Digest> admin_;
     const ServeOptions& base_;
     const bool no_auth_;
@@ -304,6 +361,11 @@ int http_serve_command(const ServeOptions& options) {
         admin = std::move(*hashes);
     }
     TenantBackend backend(std::move(config), std::move(admin), options);
+    if (auto prepared = backend.prepare(); !prepared) {
+        return fail(prepared.error().message, prepared.error().code == Errc::kInvalidArgument
+                                                  ? kExitUsage
+                                                  : kExitSetupFailed);
+    }
     mcp::HttpServer server(backend, http);
     if (auto listening = server.listen(); !listening) {
         return fail(listening.error().message, listening.error().code == Errc::kInvalidArgument

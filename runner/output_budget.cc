@@ -10,9 +10,12 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/log.h"
 #include "common/syscall.h"
 #include "common/unique_fd.h"
+#include "tools/text.h"
 
 namespace stockade::runner {
 
@@ -60,7 +63,50 @@ void list_files(int dir_fd, const std::string& prefix, bool logs, std::vector<Ke
 
 }  // namespace
 
-OutputBudget::OutputBudget(uint64_t cap_bytes, int dir_fd) : cap_(cap_bytes), dir_fd_(dir_fd) {
+DiskPool::DiskPool(uint64_t cap_bytes, uint64_t used_bytes, ReclaimFn reclaim)
+    : cap_(cap_bytes), reclaim_(std::move(reclaim)), used_(used_bytes) {}
+
+uint64_t DiskPool::take(uint64_t want) {
+    std::lock_guard lock(mu_);
+    if (used_ + want > cap_ && reclaim_) {
+        used_ -= std::min(used_, reclaim_(used_ + want - cap_));
+    }
+    const uint64_t granted = used_ < cap_ ? std::min(want, cap_ - used_) : 0;
+    used_ += granted;
+    written_ += granted;
+    return granted;
+}
+
+void DiskPool::add(uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    used_ += bytes;
+    written_ += bytes;
+}
+
+void DiskPool::give_back(uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    used_ -= std::min(used_, bytes);
+}
+
+void DiskPool::trim() {
+    std::lock_guard lock(mu_);
+    if (used_ > cap_ && reclaim_) {
+        used_ -= std::min(used_, reclaim_(used_ - cap_));
+    }
+}
+
+uint64_t DiskPool::used() const {
+    std::lock_guard lock(mu_);
+    return used_;
+}
+
+uint64_t DiskPool::written() const {
+    std::lock_guard lock(mu_);
+    return written_;
+}
+
+OutputBudget::OutputBudget(uint64_t cap_bytes, int dir_fd, std::shared_ptr<DiskPool> pool)
+    : cap_(cap_bytes), dir_fd_(dir_fd), pool_(std::move(pool)) {
     std::vector<Kept> files;
     list_files(dir_fd_, "", false, files);
     list_files(dir_fd_, kLogDir, true, files);
@@ -79,14 +125,51 @@ uint64_t OutputBudget::take(uint64_t want) {
     if (used_ + want > cap_ && !nothing_to_prune_) {
         prune_locked(used_ + want - cap_);
     }
-    const uint64_t granted = used_ < cap_ ? std::min(want, cap_ - used_) : 0;
+    uint64_t granted = used_ < cap_ ? std::min(want, cap_ - used_) : 0;
+    pool_short_ = false;
+    if (pool_ && granted > 0) {
+        uint64_t pooled = pool_->take(granted);
+        if (pooled < granted && !nothing_to_prune_) {
+            // The tenant is full: this session's own oldest output goes before its new output
+            // is refused (ended sessions' went first, in the pool's reclaim).
+            prune_locked(granted - pooled);
+            pooled += pool_->take(granted - pooled);
+        }
+        pool_short_ = pooled < granted;
+        granted = pooled;
+    }
     used_ += granted;
     return granted;
+}
+
+bool OutputBudget::take_all(uint64_t want) {
+    const uint64_t granted = take(want);
+    if (granted == want) {
+        return true;
+    }
+    std::lock_guard lock(mu_);
+    used_ -= std::min(used_, granted);
+    if (pool_) {
+        pool_->give_back(granted);
+    }
+    return false;
 }
 
 void OutputBudget::add(uint64_t bytes) {
     std::lock_guard lock(mu_);
     used_ += bytes;
+    if (pool_) {
+        pool_->add(bytes);
+    }
+}
+
+std::string OutputBudget::limit_met() {
+    std::lock_guard lock(mu_);
+    if (pool_short_ && pool_) {
+        return fmt::format("its tenant's disk quota ({}, shared by the tenant's sessions)",
+                           tools::format_size(pool_->cap()));
+    }
+    return fmt::format("the session's output budget ({})", tools::format_size(cap_));
 }
 
 void OutputBudget::set_in_use(const std::string& log_name, bool in_use) {
@@ -98,7 +181,7 @@ void OutputBudget::set_in_use(const std::string& log_name, bool in_use) {
     }
 }
 
-void OutputBudget::prune_locked(uint64_t need) {
+uint64_t OutputBudget::prune_locked(uint64_t need) {
     std::vector<Kept> files;
     list_files(dir_fd_, "", false, files);
     list_files(dir_fd_, kLogDir, true, files);
@@ -121,6 +204,10 @@ void OutputBudget::prune_locked(uint64_t need) {
     }
     used_ -= std::min(used_, freed);
     nothing_to_prune_ = freed < need;
+    if (pool_) {
+        pool_->give_back(freed);
+    }
+    return freed;
 }
 
 }  // namespace stockade::runner

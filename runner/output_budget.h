@@ -7,25 +7,64 @@
 //
 // Thread-safe: the session's call threads spill while the process manager's reader thread
 // writes logs.
+//
+// Under serve --http the sessions of one tenant also draw on a DiskPool: what all of them may
+// keep at once, the tool output of sessions that ended included.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 
 namespace stockade::runner {
 
+// The disk one tenant's sessions share. Every byte a session's budget grants is taken from it,
+// and given back when that session prunes it; the tool output of sessions that ended stays
+// counted until `reclaim` (the tenant's state directory pruned oldest session first, sessions
+// in use skipped) removes it. Thread-safe.
+class DiskPool {
+public:
+    // `reclaim(need)`: frees at least `need` bytes of ended sessions if it can; returns what it
+    // freed. Called with the pool's lock held (so never twice at once).
+    using ReclaimFn = std::function<uint64_t(uint64_t need)>;
+    DiskPool(uint64_t cap_bytes, uint64_t used_bytes, ReclaimFn reclaim);
+    DiskPool(const DiskPool&) = delete;
+    DiskPool& operator=(const DiskPool&) = delete;
+
+    // Takes up to `want` bytes, reclaiming ended sessions' output first if it must.
+    uint64_t take(uint64_t want);
+    void add(uint64_t bytes);  // counted whatever the cap (a log's tail)
+    void give_back(uint64_t bytes);
+    // Reclaims until at most the cap is used: the janitor's pass, and the start.
+    void trim();
+
+    [[nodiscard]] uint64_t cap() const noexcept { return cap_; }
+    [[nodiscard]] uint64_t used() const;
+    [[nodiscard]] uint64_t written() const;  // every byte granted or added since the start
+
+private:
+    const uint64_t cap_;
+    const ReclaimFn reclaim_;
+    mutable std::mutex mu_;
+    uint64_t used_;         // guarded by mu_
+    uint64_t written_ = 0;  // guarded by mu_
+};
+
 class OutputBudget {
 public:
     // `dir_fd`: the session's tool-output directory (outlives the budget). What it holds now
-    // counts from the start (a resumed session).
-    OutputBudget(uint64_t cap_bytes, int dir_fd);
+    // counts from the start (a resumed session). `pool`: the tenant's, or null.
+    OutputBudget(uint64_t cap_bytes, int dir_fd, std::shared_ptr<DiskPool> pool = nullptr);
     OutputBudget(const OutputBudget&) = delete;
     OutputBudget& operator=(const OutputBudget&) = delete;
 
     // Takes up to `want` bytes, pruning old files first if it must; returns what it granted.
     uint64_t take(uint64_t want);
+    // Takes all of `want` or nothing (a spilled result is written whole or not at all).
+    bool take_all(uint64_t want);
     // Counts bytes written whatever the budget: the tail of a log that stopped at the budget
     // (at most a process's ring, 2 MiB), which the budget may exceed by that much.
     void add(uint64_t bytes);
@@ -35,15 +74,21 @@ public:
 
     [[nodiscard]] uint64_t cap() const noexcept { return cap_; }
     [[nodiscard]] uint64_t used();
+    // Which limit a write that did not fit met, for the message that says so: "the session's
+    // output budget (512.0 MiB)" or "its tenant's disk quota (...)".
+    [[nodiscard]] std::string limit_met();
 
 private:
     // Preconditions: mu_ held. Removes the directory's oldest files not in use until `need`
     // bytes are freed (or nothing is left to remove). What was granted counts as written.
-    void prune_locked(uint64_t need);
+    // Returns what it freed (given back to the pool).
+    uint64_t prune_locked(uint64_t need);
 
     const uint64_t cap_;
     const int dir_fd_;
+    const std::shared_ptr<DiskPool> pool_;
     std::mutex mu_;
+    bool pool_short_ = false;        // guarded by mu_: the pool, not the cap, refused last
     uint64_t used_ = 0;              // guarded by mu_
     std::set<std::string> in_use_;   // guarded by mu_: log names
     bool nothing_to_prune_ = false;  // guarded by mu_: until a log stops being in use

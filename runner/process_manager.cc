@@ -10,6 +10,8 @@
 #include <array>
 #include <csignal>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -92,22 +94,29 @@ struct ProcessManagerImpl::Proc {
     std::unique_ptr<char[]> report;  // the exit report, read until EOF
 };
 
-// The Asio thread: one io_context that reads every output and status pipe.
+// The Asio thread: one io_context that reads every output and status pipe. It starts with the
+// session's first process: a session that never starts one holds no thread for it.
 class ProcessManagerImpl::Reader {
 public:
-    Reader() : guard_(io_.get_executor()), thread_([this] { io_.run(); }) {}
+    Reader() : guard_(io_.get_executor()) {}
     ~Reader() {
         guard_.reset();
         io_.stop();
-        thread_.join();
+        if (thread_.joinable()) {
+            thread_.join();
+        }
     }
     Reader(const Reader&) = delete;
     Reader& operator=(const Reader&) = delete;
-    asio::io_context& io() { return io_; }
+    asio::io_context& io() {
+        std::call_once(started_, [this] { thread_ = std::thread([this] { io_.run(); }); });
+        return io_;
+    }
 
 private:
     asio::io_context io_;
     asio::executor_work_guard<asio::io_context::executor_type> guard_;
+    std::once_flag started_;
     std::thread thread_;
 };
 
@@ -125,10 +134,21 @@ ProcessManagerImpl::~ProcessManagerImpl() {
         // The descriptors of a process belong to the io_context: drop the table's references
         // while it still exists. The handlers' references go with the io_context's shutdown.
         std::lock_guard lock(mu_);
+        for (const auto& [id, p] : procs_) {
+            if (p->state == tools::ProcessState::kRunning) {
+                count_running(-1);  // left behind: the worker's end takes it with it
+            }
+        }
         procs_.clear();
         order_.clear();
     }
     reader_.reset();  // joins the reader thread; pending handlers are dropped with io_context
+}
+
+void ProcessManagerImpl::count_running(int64_t delta) noexcept {
+    if (config_.meters != nullptr) {
+        config_.meters->processes.fetch_add(delta, std::memory_order_relaxed);
+    }
 }
 
 bool ProcessManagerImpl::signal(const Proc& p, int sig) noexcept {
@@ -279,6 +299,7 @@ Result<tools::ProcessInfo> ProcessManagerImpl::start(const tools::StartRequest& 
         if (!p->foreground) {
             order_.push_back(p->id);
         }
+        count_running(1);
     }
     // A foreground command's start and end need no fsync of their own: its ToolCompleted is
     // durable and follows within the call. (An adopted command's ProcessAdopted is durable,
@@ -403,10 +424,8 @@ void ProcessManagerImpl::on_output(Proc& p, const char* data, size_t n) {
                 const std::string why =
                     p.log_written == config_.log_cap_bytes
                         ? fmt::format("its cap of {}", tools::format_size(config_.log_cap_bytes))
-                        : fmt::format(
-                              "the session's output budget ({}, shared by every log and "
-                              "spilled result) is full",
-                              tools::format_size(config_.budget->cap()));
+                        : fmt::format("{} is full (every log and spilled result draw on it)",
+                                      config_.budget->limit_met());
                 (void)write_all(p.log.get(),
                                 fmt::format("\n[stockade: this log stops here: {}. What follows "
                                             "is not kept, but for the last part the process "
@@ -470,6 +489,7 @@ void ProcessManagerImpl::on_status(Proc& p, std::optional<workspace::ExitReport>
             return;
         }
         p.ended_at = Clock::now();
+        count_running(-1);
         if (!wait_status) {
             p.state = tools::ProcessState::kFailed;
             p.failure = "the sandbox worker stopped, and every process with it";

@@ -28,6 +28,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "runner/output_budget.h"
+#include "runner/session_meters.h"
 #include "tools/process_manager.h"
 #include "workspace/exit_report.h"
 #include "workspace/workspace.h"
@@ -58,6 +59,8 @@ struct ProcessManagerConfig {
     // Network mode allowlist: each command's proxy settings, and what the proxy refused it
     // (may be null: no proxy).
     SandboxNetwork* network = nullptr;
+    // Counts the processes running (may be null; outlives the manager).
+    SessionMeters* meters = nullptr;
 };
 
 class ProcessManagerImpl final : public tools::ProcessManager {
@@ -108,6 +111,7 @@ private:
     tools::ProcessInfo info_locked(const Proc& p) const;
     bool drained_locked(const Proc& p, std::chrono::steady_clock::time_point now) const;
     Result<std::shared_ptr<Proc>> find(const std::string& id);
+    void count_running(int64_t delta) noexcept;  // the meters' gauge, if any
     // Signals the group through the worker; false when it is empty (or of a dead worker).
     bool signal(const Proc& p, int sig) noexcept;
     // Waits (mu_ held through `lock`) until `done()` or `until` or `stop`.

@@ -61,7 +61,8 @@ void print_banner(const Session& session) {
 Result<std::unique_ptr<Session>> open_session(
     const std::string& workspace, const std::string& state_dir, const std::string& resume,
     const std::string& process_log_cap, const std::string& output_budget, const PolicyFlags& policy,
-    const RunOptions& sandbox, bool structured_content) {
+    const RunOptions& sandbox, bool structured_content,
+    const std::function<void(SessionConfig&)>& adjust) {
     RunOptions flags = sandbox;
     flags.workspace = workspace;
     ASSIGN_OR_RETURN(ParsedFlags parsed, parse_sandbox_flags(flags, current_caller()));
@@ -87,6 +88,9 @@ Result<std::unique_ptr<Session>> open_session(
                          fmt::format("{} \"{}\": {}", flag, *text, size.error().message)};
         }
         *bytes = *size;
+    }
+    if (adjust) {
+        adjust(config);
     }
     return Session::open(std::move(config));
 }

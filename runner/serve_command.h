@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,11 +37,14 @@ struct ServeOptions {
 int serve_command(const ServeOptions& options);
 
 class Session;
+struct SessionConfig;
 // A session of serve, call or serve --http on `workspace`, from the flags (not started).
+// `adjust`, when set, sees the configuration last (serve --http adds what its tenant shares).
 Result<std::unique_ptr<Session>> open_session(
     const std::string& workspace, const std::string& state_dir, const std::string& resume,
     const std::string& process_log_cap, const std::string& output_budget, const PolicyFlags& policy,
-    const RunOptions& sandbox, bool structured_content);
+    const RunOptions& sandbox, bool structured_content,
+    const std::function<void(SessionConfig&)>& adjust = {});
 
 // mallopt: large buffers are mmap'd, so they return to the kernel when freed (serve, worker).
 void release_large_buffers_on_free();

@@ -82,10 +82,9 @@ public:
         const std::string name =
             fmt::format("{}-{}.txt", tool, sanitize_call_id(std::string(call_id)));
         std::string path = fmt::format("{}/{}", dir_, name);
-        if (budget_.take(content.size()) < content.size()) {
+        if (!budget_.take_all(content.size())) {
             return Error{Errc::kResourceExhausted,
-                         fmt::format("spill \"{}\": the session's output budget ({}) is full", path,
-                                     tools::format_size(budget_.cap()))};
+                         fmt::format("spill \"{}\": {} is full", path, budget_.limit_met())};
         }
         int fd = retry_eintr([&] {
             return ::openat(dir_fd_, name.c_str(),
@@ -188,12 +187,15 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                  config.resume, state)};
     }
     ASSIGN_OR_RETURN(session->paths_, open_session_dir(state, id));
-    prune_tool_outputs(state, id, config.spill_cap_bytes);
+    if (config.prune_outputs) {
+        (void)prune_tool_outputs(state, config.spill_cap_bytes);  // this session's is locked
+    }
+    session->meters_ = config.meters;
     ASSIGN_OR_RETURN(EventLog log, EventLog::open_at(session->paths_.dir_fd.get(), "events.jsonl",
                                                      session->paths_.events, id));
     session->log_ = std::make_unique<EventLog>(std::move(log));
-    session->budget_ = std::make_unique<OutputBudget>(config.spill_cap_bytes,
-                                                      session->paths_.tool_output_fd.get());
+    session->budget_ = std::make_unique<OutputBudget>(
+        config.spill_cap_bytes, session->paths_.tool_output_fd.get(), config.disk_pool);
     session->spill_ = std::make_unique<Spill>(
         session->paths_.tool_output, session->paths_.tool_output_fd.get(), *session->budget_);
     // A later worker (a restart, after a crash or a kill) masks what the rules match then, not
@@ -224,7 +226,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                      .spill_dir = session->paths_.tool_output,
                                                      .sandbox = worker,
                                                      .rederive = rederive,
-                                                     .on_proxy_listener = on_proxy_listener},
+                                                     .on_proxy_listener = on_proxy_listener,
+                                                     .meters = session->meters_.get()},
                                         session->log_.get());
     int next_process = 1;
     session->log_->record("PolicyLoaded",
@@ -250,7 +253,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                              .first_id = next_process,
                              .pids_limit = worker.limits.pids.value_or(kDefaultPids),
                              .budget = session->budget_.get(),
-                             .network = session->network_.get()},
+                             .network = session->network_.get(),
+                             .meters = session->meters_.get()},
         session->log_.get());
     session->executor_ = std::make_unique<Executor>(ExecutorParts{
         .tools = session->tools_,

@@ -51,6 +51,12 @@ struct SessionConfig {
     // (`serve --structured-content`). Off by default: several clients then show the model the
     // metadata instead of the text. The metadata always goes in the result's _meta.
     bool structured_content = false;
+    // What a host shares between its sessions (serve --http, per tenant); null: nothing.
+    std::shared_ptr<DiskPool> disk_pool{};    // the tenant's disk, beside spill_cap_bytes
+    std::shared_ptr<SessionMeters> meters{};  // restarts and processes, for /metrics
+    // Prune the state directory's ended sessions' output at the start (spill_cap_bytes for all
+    // of them). A host that prunes in the background (serve --http) turns it off.
+    bool prune_outputs = true;
 };
 
 class Session final : public mcp::ToolHost {
@@ -94,7 +100,8 @@ private:
     std::unique_ptr<EventLog> log_;
     // --network allowlist: the proxy; after the log it records to, before what uses it.
     std::unique_ptr<SandboxNetwork> network_;
-    std::unique_ptr<OutputBudget> budget_;  // before the spill store and the processes: outlives
+    std::shared_ptr<SessionMeters> meters_;  // the host's (SessionConfig::meters), or null
+    std::unique_ptr<OutputBudget> budget_;   // before the spill store and the processes: outlives
     std::unique_ptr<SessionWorker> worker_;
     std::unique_ptr<ProcessManagerImpl> processes_;  // declared after worker_: stops first
     std::unique_ptr<Spill> spill_;

@@ -109,6 +109,9 @@ Status SessionWorker::start_locked() {
     if (config_.on_proxy_listener && sandbox_->proxy_listener()) {
         config_.on_proxy_listener(std::move(sandbox_->proxy_listener()));
     }
+    if (generation_ > 0 && config_.meters != nullptr) {
+        config_.meters->worker_restarts.fetch_add(1, std::memory_order_relaxed);
+    }
     ++generation_;
     SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} level={}", sandbox_->pid(),
                        generation_, sandbox::isolation_name(spec.isolation));

@@ -22,6 +22,7 @@
 #include "common/unique_fd.h"
 #include "runner/private_tmp.h"
 #include "runner/sandbox_config.h"
+#include "runner/session_meters.h"
 #include "sandbox/launcher.h"
 #include "workspace/remote_workspace.h"
 #include "workspace/workspace.h"
@@ -39,6 +40,7 @@ struct WorkerConfig {
     std::function<SandboxConfig()> rederive{};
     // Network mode allowlist: gets each new worker's proxy listener (SandboxNetwork::serve).
     std::function<void(UniqueFd)> on_proxy_listener{};
+    SessionMeters* meters = nullptr;  // counts restarts (may be null; outlives the worker)
 };
 
 class SessionWorker final : public workspace::Workspace {

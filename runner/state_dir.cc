@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -147,47 +148,63 @@ Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::s
     ASSIGN_OR_RETURN(UniqueFd sessions,
                      open_state_subdir(root.get(), "sessions", 0711, state_dir + "/sessions"));
     ASSIGN_OR_RETURN(paths.dir_fd, open_state_subdir(sessions.get(), id, 0711, paths.dir));
+    if (::flock(paths.dir_fd.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) {
+            return Error{Errc::kFailedPrecondition,
+                         fmt::format("session \"{}\" is in use by another stockade process (a "
+                                     "serve still running): end that one first, or start a new "
+                                     "session",
+                                     id)};
+        }
+        return errno_error(fmt::format("lock \"{}\"", paths.dir), errno);
+    }
     ASSIGN_OR_RETURN(paths.tool_output_fd,
                      open_state_subdir(paths.dir_fd.get(), "tool-output", 0755, paths.tool_output));
     return paths;
 }
 
-void prune_tool_outputs(const std::string& state_dir, const std::string& keep, uint64_t cap_bytes) {
+PruneResult prune_tool_outputs(const std::string& state_dir, uint64_t cap_bytes,
+                               uint64_t at_least) {
     struct SessionUse {
         fs::path dir;
         fs::file_time_type mtime;
         uint64_t bytes = 0;
+        UniqueFd lock;  // shared: the session is not in use, and is not resumed while pruned
     };
     std::error_code ec;
-    std::vector<SessionUse> sessions;
-    uint64_t total = 0;
+    std::vector<SessionUse> ended;
+    PruneResult result;
     for (const auto& entry : fs::directory_iterator(fs::path(state_dir) / "sessions", ec)) {
         fs::path out = entry.path() / "tool-output";
         if (!fs::is_directory(out, ec)) {
             continue;
         }
-        SessionUse use{out, fs::last_write_time(out, ec), 0};
+        SessionUse use{out, fs::last_write_time(out, ec), 0, {}};
         for (const auto& file : fs::recursive_directory_iterator(out, ec)) {
             if (file.is_regular_file(ec)) {
                 use.bytes += file.file_size(ec);
             }
         }
-        total += use.bytes;
-        if (entry.path().filename() != keep) {
-            sessions.push_back(use);
+        result.kept += use.bytes;
+        use.lock.reset(
+            ::open(entry.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (use.lock && ::flock(use.lock.get(), LOCK_SH | LOCK_NB) == 0) {
+            ended.push_back(std::move(use));
         }
     }
-    std::sort(sessions.begin(), sessions.end(),
+    std::sort(ended.begin(), ended.end(),
               [](const SessionUse& a, const SessionUse& b) { return a.mtime < b.mtime; });
-    for (const auto& session : sessions) {
-        if (total <= cap_bytes) {
+    for (const auto& session : ended) {
+        if (result.kept <= cap_bytes && result.freed >= at_least) {
             break;
         }
         for (const auto& file : fs::directory_iterator(session.dir, ec)) {
             fs::remove_all(file.path(), ec);
         }
-        total -= std::min(total, session.bytes);
+        result.kept -= std::min(result.kept, session.bytes);
+        result.freed += session.bytes;
     }
+    return result;
 }
 
 }  // namespace stockade::runner

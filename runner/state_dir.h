@@ -44,10 +44,19 @@ Status check_state_dir_apart(const std::string& state_dir, const std::string& wo
 // component is opened with O_NOFOLLOW, so a symlink anywhere beneath the state directory is an
 // error rather than a redirection. sessions/ and <id>/ are 0711 (the sandbox user traverses
 // them at isolation levels without a mount namespace), tool-output/ 0755.
+// The session directory stays locked (flock on dir_fd) while SessionPaths lives: a session in
+// use cannot be resumed a second time (kFailedPrecondition), and no pruning touches it.
 Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::string& id);
 
-// Keeps the spilled outputs of all sessions under `cap_bytes`, deleting the tool-output of the
-// oldest sessions first (never `keep`'s).
-void prune_tool_outputs(const std::string& state_dir, const std::string& keep, uint64_t cap_bytes);
+struct PruneResult {
+    uint64_t kept = 0;   // bytes of tool output left, of every session
+    uint64_t freed = 0;  // bytes deleted
+};
+
+// Keeps the tool output of all sessions under `cap_bytes`, and frees at least `at_least` bytes,
+// deleting the tool-output of the sessions that ended longest ago first (as far as there are
+// such sessions). Never a session in use (locked, open_session_dir).
+PruneResult prune_tool_outputs(const std::string& state_dir, uint64_t cap_bytes,
+                               uint64_t at_least = 0);
 
 }  // namespace stockade::runner

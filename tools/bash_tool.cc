@@ -508,8 +508,9 @@ private:
         if (info.log_dropped > 0) {
             call.meta["log_dropped_bytes"] = info.log_dropped;
             r.content += fmt::format(
-                "\nNote: the full output's log lacks {} from its middle (the session's disk "
-                "budget for logs and spilled results ran out); it keeps the start and the end.",
+                "\nNote: the full output's log lacks {} from its middle (the disk budget "
+                "for this session's logs and spilled results ran out); it keeps the start and the "
+                "end.",
                 format_size(info.log_dropped));
         }
         if (info.leftovers > 0) {

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -169,9 +170,9 @@ public:
         ++opened_[{tenant, ok}];
     }
 
-    // `gauges`: per tenant, sessions open and calls in progress.
+    // `gauges`: per tenant, sessions open and calls in progress; `usage`: the backend's.
     std::string render(const std::map<std::string, std::pair<std::size_t, std::size_t>>& gauges,
-                       bool draining) const {
+                       const std::vector<TenantUsage>& usage, bool draining) const {
         std::lock_guard lock(mu_);
         std::string out;
         out +=
@@ -234,6 +235,7 @@ public:
             out += fmt::format("stockade_calls_in_progress{{tenant=\"{}\"}} {}\n",
                                prometheus_label(tenant), g.second);
         }
+        render_usage(usage, out);
         out += fmt::format(
             "# HELP stockade_draining 1 while the server drains after SIGTERM.\n"
             "# TYPE stockade_draining gauge\nstockade_draining {}\n",
@@ -242,6 +244,48 @@ public:
     }
 
 private:
+    static void render_usage(const std::vector<TenantUsage>& usage, std::string& out) {
+        struct Family {
+            const char* name;
+            const char* type;
+            const char* help;
+            std::function<std::string(const TenantUsage&)> value;
+        };
+        const Family families[] = {
+            {"stockade_worker_restarts_total", "counter",
+             "Session workers started again after a crash, a kill or a hung call.",
+             [](const TenantUsage& u) {
+                 return std::to_string(u.worker_restarts);
+             }},
+            {"stockade_processes", "gauge", "Commands running in the tenant's sandboxes.",
+             [](const TenantUsage& u) {
+                 return std::to_string(u.processes);
+             }},
+            {"stockade_output_bytes_total", "counter",
+             "Tool output written to disk: spilled results and process logs.",
+             [](const TenantUsage& u) {
+                 return std::to_string(u.output_bytes);
+             }},
+            {"stockade_disk_bytes", "gauge",
+             "Tool output the tenant's sessions hold on disk, ended sessions' included.",
+             [](const TenantUsage& u) {
+                 return std::to_string(u.disk_bytes);
+             }},
+            {"stockade_disk_limit_bytes", "gauge", "The tenant's disk quota for tool output.",
+             [](const TenantUsage& u) {
+                 return std::to_string(u.disk_limit_bytes);
+             }},
+        };
+        for (const Family& family : families) {
+            out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family.name, family.help,
+                               family.name, family.type);
+            for (const TenantUsage& u : usage) {
+                out += fmt::format("{}{{tenant=\"{}\"}} {}\n", family.name,
+                                   prometheus_label(u.tenant), family.value(u));
+            }
+        }
+    }
+
     struct Histogram {
         std::array<std::uint64_t, kLatencyBuckets.size()> buckets{};
         std::uint64_t count = 0;
@@ -1546,7 +1590,8 @@ private:
             for (auto& session : open_sessions()) {
                 gauges[session->tenant.name].second += session->calls();
             }
-            HttpResponse response = text_response(200, metrics_.render(gauges, draining_));
+            HttpResponse response =
+                text_response(200, metrics_.render(gauges, backend_.usage(), draining_));
             response.set(bhttp::field::content_type, "text/plain; version=0.0.4");
             return response;
         }

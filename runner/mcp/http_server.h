@@ -16,9 +16,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "runner/mcp/connection.h"
@@ -35,6 +37,16 @@ struct HttpTenant {
     double calls_per_second = 0;  // tools/call per second, burst max(1, rate); 0: unlimited
     std::chrono::seconds idle_ttl{1800};
     std::chrono::seconds max_lifetime{86400};
+};
+
+// What a backend measures of one tenant's sessions, for /metrics.
+struct TenantUsage {
+    std::string tenant;
+    std::uint64_t worker_restarts = 0;  // workers started again (crash, kill, hung call)
+    std::int64_t processes = 0;         // commands running in its sandboxes now
+    std::uint64_t output_bytes = 0;     // tool output written to disk since the start
+    std::uint64_t disk_bytes = 0;       // tool output on disk now (ended sessions' included)
+    std::uint64_t disk_limit_bytes = 0;
 };
 
 class HttpBackend {
@@ -54,6 +66,8 @@ public:
                                                            const std::string& workspace) = 0;
     // Why new sessions cannot be opened now (/readyz), or nullopt.
     virtual std::optional<std::string> not_ready() { return std::nullopt; }
+    // What the backend measures of each tenant, for /metrics. Thread-safe.
+    virtual std::vector<TenantUsage> usage() { return {}; }
 };
 
 struct HttpOptions {

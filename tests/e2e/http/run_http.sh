@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# ctest entry of the HTTP end-to-end suite (tests/e2e/http/http.test.mjs): `stockade serve
-# --http` with two tenants, driven by the official MCP TypeScript SDK and raw HTTP.
-#   run_http.sh root|user STOCKADE
+# ctest entry of the HTTP end-to-end suite (tests/e2e/http/http.test.mjs, quota.test.mjs):
+# `stockade serve --http` with its tenants, driven by the official MCP TypeScript SDK and raw HTTP.
+#   run_http.sh root|user|load STOCKADE
+# load: bench/http_load.mjs --check (120 sessions of two tenants calling in a loop, over HTTP
+# and stdio, then beside a flooding third tenant): fails on a failed or unanswered call.
 # root: as is (skipped, 77, unless run as root). user: as root, runs the suite as the
 # unprivileged `stockade-test` user (created when missing), with a copy of STOCKADE it can
 # execute; every session then runs as that one host uid (no uid range without privilege).
@@ -18,15 +20,19 @@ if [[ ! -d "$here/../node_modules/@modelcontextprotocol/sdk" ]]; then
     echo "SKIP: tests/e2e/node_modules is missing; run 'npm ci' in tests/e2e"
     exit 77
 fi
+if [[ "$mode" == load ]]; then
+    exec node "$here/../../../bench/http_load.mjs" --bin "$stockade" --sessions 120 --duration 5 \
+        --flood-sessions 10 --check 1
+fi
 if [[ "$mode" == root ]]; then
     if [[ "$(id -u)" -ne 0 ]]; then
         echo "SKIP: needs root"
         exit 77
     fi
-    STOCKADE_BIN="$stockade" exec node --test "$here/http.test.mjs"
+    STOCKADE_BIN="$stockade" exec node --test "$here/http.test.mjs" "$here/quota.test.mjs"
 fi
 if [[ "$(id -u)" -ne 0 ]]; then
-    STOCKADE_BIN="$stockade" exec node --test "$here/http.test.mjs"
+    STOCKADE_BIN="$stockade" exec node --test "$here/http.test.mjs" "$here/quota.test.mjs"
 fi
 id stockade-test >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin stockade-test
 work="$(mktemp -d)"
@@ -46,4 +52,4 @@ cd "$work/home"
 HOME="$work/home" TMPDIR="$work/home" STOCKADE_BIN="$work/stockade" \
     setpriv --reuid stockade-test --regid stockade-test --clear-groups --reset-env \
     env HOME="$work/home" TMPDIR="$work/home" STOCKADE_BIN="$work/stockade" PATH="$PATH" \
-    node --test "$here/http.test.mjs"
+    node --test "$here/http.test.mjs" "$here/quota.test.mjs"

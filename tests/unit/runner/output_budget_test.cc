@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -71,6 +74,46 @@ TEST_F(OutputBudgetTest, TheOldestFilesGoFirstAndALogInUseNever) {
     budget.set_in_use("p1.log", false);
     EXPECT_EQ(budget.take(100), 100U);
     EXPECT_FALSE(exists("process-logs/p1.log"));
+}
+
+TEST(DiskPoolTest, GrantsUpToItsCapReclaimingEndedSessionsFirst) {
+    uint64_t reclaimable = 300;  // ended sessions' output the reclaim may delete
+    std::vector<uint64_t> asked;
+    DiskPool pool(1000, 600, [&](uint64_t need) {
+        asked.push_back(need);
+        const uint64_t freed = std::min(need, reclaimable);
+        reclaimable -= freed;
+        return freed;
+    });
+    EXPECT_EQ(pool.take(300), 300U);
+    EXPECT_TRUE(asked.empty()) << "room enough: nothing reclaimed";
+    EXPECT_EQ(pool.take(200), 200U);  // 1100 > 1000: 100 reclaimed first
+    EXPECT_EQ(asked, std::vector<uint64_t>{100});
+    EXPECT_EQ(pool.take(500), 200U) << "what the reclaim freed, and no more";
+    EXPECT_EQ(pool.used(), 1000U);
+    pool.give_back(400);
+    EXPECT_EQ(pool.used(), 600U);
+    pool.add(50);  // a log's tail, whatever the cap
+    EXPECT_EQ(pool.written(), 300U + 200U + 200U + 50U);
+}
+
+TEST_F(OutputBudgetTest, TheTenantsPoolBoundsTheSessionBelowItsOwnCap) {
+    file("grep-1.txt", 300, 20);                                 // this session's own, older output
+    auto pool = std::make_shared<DiskPool>(1000, 900, nullptr);  // others hold 600 of it
+    OutputBudget budget(10'000, fd_, pool);
+    // 100 left in the pool; the session's own oldest file goes to make room for the rest.
+    EXPECT_EQ(budget.take(350), 350U);
+    EXPECT_FALSE(exists("grep-1.txt"));
+    EXPECT_EQ(pool->used(), 900U - 300U + 350U);
+    EXPECT_EQ(budget.take(100), 50U) << "what is left of the pool, and nothing of its own to prune";
+    EXPECT_EQ(budget.take(10), 0U);
+    EXPECT_THAT(budget.limit_met(), ::testing::HasSubstr("its tenant's disk quota"));
+    pool->give_back(100);
+    EXPECT_FALSE(budget.take_all(101)) << "all or nothing";
+    EXPECT_EQ(pool->used(), 900U) << "what it could have had is given back";
+    EXPECT_TRUE(budget.take_all(100));
+    EXPECT_THAT(OutputBudget(10, fd_).limit_met(),
+                ::testing::HasSubstr("the session's output budget"));
 }
 
 }  // namespace

@@ -225,8 +225,8 @@ TEST_F(ProcessManagerTest, LogsShareTheSessionsOutputBudgetOldestPrunedFirst) {
     EXPECT_FALSE(std::filesystem::exists(logs_ + "/grep-old.txt")) << "the oldest went first";
     std::ifstream in(done->log_path, std::ios::binary);
     const std::string log((std::istreambuf_iterator<char>(in)), {});
-    EXPECT_THAT(log, HasSubstr("the session's output budget (64 KB, shared by every log and "
-                               "spilled result) is full"));
+    EXPECT_THAT(log, HasSubstr("the session's output budget (64 KB) is full (every log and "
+                               "spilled result draw on it)"));
     EXPECT_THAT(log, HasSubstr("of output were not kept here; the last 8.0 KB follow.]\n"));
     EXPECT_TRUE(log.ends_with(std::string(8192, '\0')));
     EXPECT_EQ(done->log_dropped, 100'000U - (64U << 10) - 8192U);

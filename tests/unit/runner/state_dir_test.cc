@@ -3,11 +3,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <utility>
 #include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/testing/matchers.h"
@@ -17,6 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::HasErrc;
+using ::testing::HasSubstr;
 
 TEST(StateDirTest, SessionIdsAreFreshAndSafeAsFileNames) {
     std::string a = new_session_id();
@@ -49,22 +52,41 @@ TEST_F(StateDirFiles, OpeningASessionCreatesItsDirectories) {
     EXPECT_THAT(open_session_dir(dir_, "../escape"), HasErrc(Errc::kInvalidArgument));
 }
 
-TEST_F(StateDirFiles, PruningDeletesTheOldestSessionsOutputFirstButNeverTheCurrent) {
-    auto write = [&](const std::string& id, size_t bytes) {
+TEST_F(StateDirFiles, PruningDeletesTheOldestEndedSessionsOutputFirstButNeverOneInUse) {
+    // A session is in use while its SessionPaths lives (its directory is locked).
+    auto write = [&](const std::string& id, size_t bytes, std::chrono::hours age) {
         auto paths = open_session_dir(dir_, id);
+        EXPECT_TRUE(paths);
         std::ofstream(paths->tool_output + "/bash-1.txt") << std::string(bytes, 'x');
-        return paths->tool_output;
+        fs::last_write_time(paths->tool_output, fs::file_time_type::clock::now() - age);
+        return std::move(paths).value();
     };
-    std::string oldest = write("s-old", 4000);
-    fs::last_write_time(oldest, fs::file_time_type::clock::now() - std::chrono::hours(2));
-    std::string middle = write("s-mid", 4000);
-    fs::last_write_time(middle, fs::file_time_type::clock::now() - std::chrono::hours(1));
-    std::string current = write("s-now", 4000);
-    fs::last_write_time(current, fs::file_time_type::clock::now() - std::chrono::hours(3));
-    prune_tool_outputs(dir_, "s-now", 9000);
+    const std::string oldest = write("s-old", 4000, std::chrono::hours(2)).tool_output;
+    const std::string middle = write("s-mid", 4000, std::chrono::hours(1)).tool_output;
+    const SessionPaths running = write("s-now", 4000, std::chrono::hours(3));  // in use
+    const PruneResult pruned = prune_tool_outputs(dir_, 9000);
     EXPECT_TRUE(fs::is_empty(oldest));
     EXPECT_FALSE(fs::is_empty(middle));
-    EXPECT_FALSE(fs::is_empty(current)) << "the running session's output is never pruned";
+    EXPECT_FALSE(fs::is_empty(running.tool_output)) << "a session in use is never pruned";
+    EXPECT_EQ(pruned.freed, 4000U);
+    EXPECT_EQ(pruned.kept, 8000U);
+    // At least this much, whatever the cap (a tenant's pool making room); then nothing is left
+    // to prune but the session in use.
+    EXPECT_EQ(prune_tool_outputs(dir_, UINT64_MAX, 1).freed, 4000U);
+    EXPECT_TRUE(fs::is_empty(middle));
+    EXPECT_EQ(prune_tool_outputs(dir_, 0).freed, 0U);
+    EXPECT_FALSE(fs::is_empty(running.tool_output));
+}
+
+TEST_F(StateDirFiles, ASessionInUseCannotBeOpenedASecondTime) {
+    {
+        auto first = open_session_dir(dir_, "s-abc");
+        ASSERT_TRUE(first);
+        auto second = open_session_dir(dir_, "s-abc");
+        ASSERT_THAT(second, HasErrc(Errc::kFailedPrecondition));
+        EXPECT_THAT(second.error().message, HasSubstr("in use by another stockade process"));
+    }  // the first ends: its lock goes with it
+    EXPECT_TRUE(open_session_dir(dir_, "s-abc"));
 }
 
 TEST(StateDirTest, TheStateDirectoryMustLieApartFromTheWorkspaceAndEveryBind) {
