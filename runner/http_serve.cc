@@ -221,16 +221,23 @@ private:
     const bool from_file_;  // --tenants; else the one default tenant of the command line
 };
 
-bool is_loopback_listen(const std::string& listen) {
-    if (listen.starts_with("unix:")) {
-        return true;
+// What serve tells its operator whatever the log level: text on stderr, or in --log-format json
+// a record like every other line there.
+void announce(spdlog::level::level_enum level, const std::string& text) {
+    if (log::format() == log::Format::kJson) {
+        auto logger = log::get("runner");
+        const spdlog::details::log_msg record(logger->name(), level, text);
+        for (const auto& sink : logger->sinks()) {
+            sink->log(record);
+            sink->flush();
+        }
+        return;
     }
-    return listen.starts_with("127.") || listen.starts_with("localhost:") ||
-           listen.starts_with("[::1]:");
+    fmt::print(stderr, "stockade serve: {}\n", text);
 }
 
 int fail(const std::string& message, int code) {
-    fmt::print(stderr, "stockade serve: {}\n", message);
+    announce(spdlog::level::err, message);
     return code;
 }
 
@@ -309,13 +316,6 @@ int http_serve_command(const ServeOptions& options) {
             "--no-auth",
             kExitUsage);
     }
-    if (options.no_auth && !is_loopback_listen(options.http)) {
-        return fail(
-            "--no-auth is only for a loopback address (127.0.0.1:PORT, [::1]:PORT) or a "
-            "unix socket (unix:/PATH): anyone who reaches " +
-                options.http + " could run commands. Give --token-file or --tenants.",
-            kExitUsage);
-    }
     if (!options.no_auth && options.tenants.empty() && options.token_file.empty()) {
         return fail(
             "--http needs tokens: --token-file FILE (SHA-256 hashes, one per line; make "
@@ -373,24 +373,33 @@ int http_serve_command(const ServeOptions& options) {
                                                    : kExitSetupFailed);
     }
     if (options.no_auth) {
-        fmt::print(stderr,
-                   "stockade serve: WARNING: --no-auth: anyone who can reach {} can open "
-                   "sessions and run commands in them. Use it for local tests only.\n",
-                   server.endpoint());
+        // Decided on the address bound, as the Host and Origin rules are.
+        if (!server.loopback()) {
+            return fail(
+                "--no-auth is only for a loopback address (127.0.0.1:PORT, [::1]:PORT) or "
+                "a unix socket (unix:/PATH): anyone who reaches " +
+                    server.endpoint() + " could run commands. Give --token-file or --tenants.",
+                kExitUsage);
+        }
+        announce(spdlog::level::warn,
+                 fmt::format("WARNING: --no-auth: anyone who can reach {} can open sessions and "
+                             "run commands in them. Use it for local tests only.",
+                             server.endpoint()));
     }
     std::string names;
     for (const Tenant& tenant : backend.config().tenants) {
         names += (names.empty() ? "" : ", ") + tenant.name;
     }
     const bool unix_socket = server.endpoint().starts_with("unix:");
-    fmt::print(stderr, "stockade serve: listening on {}{} (tenants: {})\n",
-               unix_socket ? server.endpoint() : "http://" + server.endpoint(),
-               unix_socket ? " (path /mcp)" : "/mcp", names);
+    announce(spdlog::level::info,
+             fmt::format("listening on {}{} (tenants: {})",
+                         unix_socket ? server.endpoint() : "http://" + server.endpoint(),
+                         unix_socket ? " (path /mcp)" : "/mcp", names));
     auto served = server.run();
     if (!served) {
         return fail(served.error().message, kExitSetupFailed);
     }
-    fmt::print(stderr, "stockade serve: stopped\n");
+    announce(spdlog::level::info, "stopped");
     return 0;
 }
 

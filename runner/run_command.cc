@@ -503,7 +503,7 @@ int run_command(const RunOptions& flags) {
             fmt::print(stderr, "stockade run: warning: {}; --isolation auto falls back to \"{}\"\n",
                        resolved->shortfall, sandbox::isolation_name(resolved->level));
         } else if (!resolved->shortfall.empty()) {
-            SPDLOG_LOGGER_DEBUG(log, "isolation level={} shortfall=\"{}\"",
+            SPDLOG_LOGGER_DEBUG(log, "isolation={} shortfall=\"{}\"",
                                 sandbox::isolation_name(resolved->level), resolved->shortfall);
         }
         auto built = make_sandbox_spec(config, caller, resolved->level);
@@ -534,7 +534,7 @@ int run_command(const RunOptions& flags) {
 
         auto box = sandbox::launch(spec, resolved->cgroups);
         if (box) {
-            SPDLOG_LOGGER_DEBUG(log, "sandbox started pid={} level={}", box->pid(),
+            SPDLOG_LOGGER_DEBUG(log, "sandbox started pid={} isolation={}", box->pid(),
                                 sandbox::isolation_name(spec.isolation));
             if (network) {
                 network->serve(std::move(box->proxy_listener()));
@@ -558,7 +558,7 @@ int run_command(const RunOptions& flags) {
                 return kExitUnavailable;
             }
             if (checked->level != resolved->level) {
-                SPDLOG_LOGGER_DEBUG(log, "launch at level={} failed ({}); probed level={}",
+                SPDLOG_LOGGER_DEBUG(log, "launch failed isolation={} why=\"{}\" probed={}",
                                     sandbox::isolation_name(resolved->level), box.error().message,
                                     sandbox::isolation_name(checked->level));
                 resolved = std::move(checked);

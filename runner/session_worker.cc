@@ -113,7 +113,7 @@ Status SessionWorker::start_locked() {
         config_.meters->worker_restarts.fetch_add(1, std::memory_order_relaxed);
     }
     ++generation_;
-    SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} level={}", sandbox_->pid(),
+    SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} isolation={}", sandbox_->pid(),
                        generation_, sandbox::isolation_name(spec.isolation));
     if (events_ != nullptr) {
         events_->record("WorkerStarted",
@@ -139,8 +139,9 @@ void SessionWorker::reap_locked(std::string_view reason) noexcept {
     const int code = status ? status->code : -1;
     const int signal = status ? status->signal : 0;
     const bool oom = died && sandbox_->oom_killed();
-    SPDLOG_LOGGER_INFO(log::get("runner"), "worker exited generation={} status={} reason={} oom={}",
-                       generation_, code, reason, oom);
+    SPDLOG_LOGGER_INFO(log::get("runner"),
+                       "worker exited generation={} status={} reason=\"{}\" oom={}", generation_,
+                       code, reason, oom);
     try {
         if (died) {
             std::string cause =

@@ -735,7 +735,8 @@ Result<Cloned> clone_child(const SandboxSpec& spec, ChildPlan& plan,
     if (!userns) {
         adopter().inits.insert(cloned.pid);
     }
-    SPDLOG_LOGGER_DEBUG(log, "sandbox cloned pid={} level={}", pid, isolation_name(spec.isolation));
+    SPDLOG_LOGGER_DEBUG(log, "sandbox cloned pid={} isolation={}", pid,
+                        isolation_name(spec.isolation));
     return cloned;
 }
 

@@ -1661,6 +1661,10 @@ std::string HttpServer::endpoint() const {
     return impl_->endpoint();
 }
 
+bool HttpServer::loopback() const {
+    return impl_->loopback();
+}
+
 Status HttpServer::run() {
     return impl_->run();
 }

@@ -109,6 +109,8 @@ public:
     Status listen();
     // Where it listens, once listen() succeeded: "127.0.0.1:PORT", "[::1]:PORT", "unix:/path".
     [[nodiscard]] std::string endpoint() const;
+    // Whether that is a loopback address or a unix socket (only local clients can reach it).
+    [[nodiscard]] bool loopback() const;
 
     // Serves until request_stop(). Then it drains: the listener closes, new requests get 503,
     // running calls have HttpOptions::drain to finish, then every session ends (its calls are

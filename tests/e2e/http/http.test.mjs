@@ -24,6 +24,7 @@ import {
 } from '@modelcontextprotocol/client';
 
 import { MODERN, modernMeta } from '../protocol.mjs';
+import { descendantsOf } from './procs.mjs';
 
 const BIN = process.env.STOCKADE_BIN;
 const skip = BIN ? false : 'STOCKADE_BIN is not set (run_http.sh sets it)';
@@ -472,33 +473,6 @@ describe('stockade serve --http', { skip }, () => {
         await client.close().catch(() => {});
     });
 });
-
-// The processes under serve: pid -> [parent, command line], from /proc.
-function processTree() {
-    const out = new Map();
-    for (const entry of fs.readdirSync('/proc')) {
-        if (!/^\d+$/.test(entry)) continue;
-        try {
-            const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-            const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-            const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
-            out.set(Number(entry), [ppid, cmdline]);
-        } catch { /* gone, or not ours to read */ }
-    }
-    return out;
-}
-
-function descendantsOf(pid) {
-    const tree = processTree();
-    const found = [];
-    const walk = (parent) => {
-        for (const [child, [ppid, cmdline]] of tree) {
-            if (ppid === parent) { found.push({ pid: child, cmdline }); walk(child); }
-        }
-    };
-    walk(pid);
-    return found;
-}
 
 const alive = (pid) => { try { process.kill(pid, 0); return true; } catch { return false; } };
 
