@@ -154,6 +154,44 @@ constexpr LimitText kLimitTexts[] = {
 // One object of the file: its keys checked against those it may have, its values read by kind,
 // each reader leaving the default when the key is absent. Messages name the place:
 //   tenant "acme": limits.memory: "1X" is not a size (...)
+// "YYYY-MM-DD" (that day's start) or "YYYY-MM-DDTHH:MM:SSZ", in UTC; nullopt for anything else.
+std::optional<std::chrono::sys_seconds> parse_utc_time(std::string_view text) {
+    const bool date_only = text.size() == 10;
+    if (!date_only && !(text.size() == 20 && text[10] == 'T' && text[19] == 'Z')) {
+        return std::nullopt;
+    }
+    auto number = [&](std::size_t at, std::size_t digits, int low, int high) -> std::optional<int> {
+        int value = 0;
+        for (std::size_t i = at; i < at + digits; ++i) {
+            if (text[i] < '0' || text[i] > '9') {
+                return std::nullopt;
+            }
+            value = value * 10 + (text[i] - '0');
+        }
+        return value >= low && value <= high ? std::optional<int>(value) : std::nullopt;
+    };
+    if (text[4] != '-' || text[7] != '-' || (!date_only && (text[13] != ':' || text[16] != ':'))) {
+        return std::nullopt;
+    }
+    const auto year = number(0, 4, 1970, 9999);
+    const auto month = number(5, 2, 1, 12);
+    const auto day = number(8, 2, 1, 31);
+    const auto hour = date_only ? std::optional<int>(0) : number(11, 2, 0, 23);
+    const auto minute = date_only ? std::optional<int>(0) : number(14, 2, 0, 59);
+    const auto second = date_only ? std::optional<int>(0) : number(17, 2, 0, 59);
+    if (!year || !month || !day || !hour || !minute || !second) {
+        return std::nullopt;
+    }
+    const std::chrono::year_month_day ymd{std::chrono::year(*year),
+                                          std::chrono::month(static_cast<unsigned>(*month)),
+                                          std::chrono::day(static_cast<unsigned>(*day))};
+    if (!ymd.ok()) {
+        return std::nullopt;  // 2027-02-30
+    }
+    return std::chrono::sys_days(ymd) + std::chrono::hours(*hour) + std::chrono::minutes(*minute) +
+           std::chrono::seconds(*second);
+}
+
 class Fields {
 public:
     // `owner`: "tenant \"acme\"", "tenants[2]", or empty at the top; `prefix`: "limits." or "".
@@ -289,7 +327,9 @@ public:
     }
 
     // A list of SHA-256s as hex. A bad entry is not echoed: it may be a token pasted by mistake.
-    Status digests(std::string_view key, std::vector<Sha256Digest>& out) const {
+    // A list of SHA-256 hashes, each "<64 hex>" or {"sha256": "<64 hex>", "expires": "..."}.
+    Status digests(std::string_view key, std::vector<Sha256Digest>& out,
+                   std::vector<std::chrono::sys_seconds>& expires) const {
         const json* value = find(key);
         if (value == nullptr || !value->is_array() || value->empty()) {
             return error(key,
@@ -297,17 +337,43 @@ public:
                          "digits (`stockade token hash`)");
         }
         out.clear();
+        expires.clear();
         for (std::size_t i = 0; i < value->size(); ++i) {
-            const json& item = (*value)[i];
-            const auto digest = item.is_string()
-                                    ? parse_sha256_hex(item.get_ref<const std::string&>())
+            const std::string where = fmt::format("{}[{}]", key, i);
+            const json* item = &(*value)[i];
+            auto until = std::chrono::sys_seconds::max();
+            if (item->is_object()) {
+                for (const auto& [name, unused] : item->items()) {
+                    if (name != "sha256" && name != "expires") {
+                        return error(where + "." + name,
+                                     "is not a key of a token: give sha256 and, optionally, "
+                                     "expires");
+                    }
+                }
+                if (const auto it = item->find("expires"); it != item->end()) {
+                    const auto parsed = it->is_string()
+                                            ? parse_utc_time(it->get_ref<const std::string&>())
+                                            : std::nullopt;
+                    if (!parsed) {
+                        return error(where + ".expires",
+                                     "give a UTC date or time: \"2027-01-31\" or "
+                                     "\"2027-01-31T18:00:00Z\"");
+                    }
+                    until = *parsed;
+                }
+                const auto it = item->find("sha256");
+                item = it == item->end() ? nullptr : &*it;
+            }
+            const auto digest = item != nullptr && item->is_string()
+                                    ? parse_sha256_hex(item->get_ref<const std::string&>())
                                     : std::nullopt;
             if (!digest) {
-                return error(fmt::format("{}[{}]", key, i),
+                return error(where,
                              "not a SHA-256 as 64 hex digits (the value is not shown: it may be "
                              "a token); make one with `stockade token hash`");
             }
             out.push_back(*digest);
+            expires.push_back(until);
         }
         return ok_status();
     }
@@ -379,7 +445,7 @@ Result<Tenant> parse_tenant(const json& value, std::size_t index) {
     const std::string owner = fmt::format("tenant \"{}\"", tenant.name);
     const Fields fields(value, owner, "");
     RETURN_IF_ERROR(fields.check_keys(kTenantKeys));
-    RETURN_IF_ERROR(fields.digests("token_sha256", tenant.token_hashes));
+    RETURN_IF_ERROR(fields.digests("token_sha256", tenant.token_hashes, tenant.token_expires));
     RETURN_IF_ERROR(fields.text("workspace_root", tenant.workspace_root));
     if (!tenant.workspace_root.starts_with('/')) {
         return fields.error("workspace_root",
@@ -661,15 +727,27 @@ bool digest_in(const std::vector<Sha256Digest>& hashes, const Sha256Digest& dige
     return found;
 }
 
-const Tenant* find_tenant(const TenantsConfig& config, std::string_view token) {
+const Tenant* find_tenant(const TenantsConfig& config, std::string_view token,
+                          std::chrono::system_clock::time_point now) {
     if (token.empty()) {
         return nullptr;
     }
     const Sha256Digest digest = sha256(token);
+    const std::string_view wanted(reinterpret_cast<const char*>(digest.data()),  // NOLINT
+                                  digest.size());
+    const auto second = std::chrono::floor<std::chrono::seconds>(now);
     const Tenant* found = nullptr;
     for (const Tenant& tenant : config.tenants) {
-        if (digest_in(tenant.token_hashes, digest)) {  // every tenant, whatever matched
-            found = &tenant;
+        for (std::size_t k = 0; k < tenant.token_hashes.size(); ++k) {
+            const Sha256Digest& hash = tenant.token_hashes[k];
+            const std::string_view known(reinterpret_cast<const char*>(hash.data()),  // NOLINT
+                                         hash.size());
+            // Every hash, whatever matched; a token without an expiry never expires.
+            const bool match = constant_time_equal(wanted, known);
+            const bool live = k >= tenant.token_expires.size() || second < tenant.token_expires[k];
+            if (match && live) {
+                found = &tenant;
+            }
         }
     }
     return found;

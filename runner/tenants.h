@@ -1,7 +1,8 @@
 // The tenants file of `stockade serve --http`: who may connect (the SHA-256 of each bearer
 // token, never the token), where each tenant's sessions live, and what each may use. JSON, or
 // TOML as `[[tenants]]` tables with a `[tenants.limits]` sub-table:
-//   {"tenants": [{"name": "acme", "token_sha256": ["<64 hex>"],
+//   {"tenants": [{"name": "acme",
+//                 "token_sha256": ["<64 hex>", {"sha256": "<64 hex>", "expires": "2027-01-31"}],
 //                 "workspace_root": "/srv/stockade/acme", "host_uid_range": "300000-365535",
 //                 "policy": "/etc/stockade/acme.json", "network": "none",
 //                 "allow": ["Bash(git *)"], "ask": [], "deny": [],
@@ -30,8 +31,9 @@ struct TenantLimits {
     // Each session's worker, in the syntax of the CLI's --memory, --pids, --cpu, --tmp-size;
     // empty: the CLI's default.
     std::string memory, pids, cpu, tmp_size;
-    // What one session keeps of spilled results and process logs, in the syntax of
-    // --output-budget ("512M"); empty: the default.
+    // What the tenant's sessions keep on disk of spilled results and process logs, together
+    // (ended sessions' included, reclaimed oldest first) and each; the syntax of --output-budget
+    // ("512M"); empty: serve's --output-budget, or its default.
     std::string disk;
     std::chrono::seconds idle_ttl{1800};       // a session with no request for this long ends
     std::chrono::seconds max_lifetime{86400};  // every session ends after this
@@ -42,10 +44,14 @@ struct TenantLimits {
 struct Tenant {
     std::string name;                        // [a-z0-9][a-z0-9_-]{0,62}
     std::vector<Sha256Digest> token_hashes;  // SHA-256 of each bearer token; never the token
-    std::string workspace_root;              // absolute; each session's workspace lives under it
-    std::string host_uid_range;              // "FIRST-LAST", or empty: the default range
-    std::string policy;                      // a settings/policy file path, or empty
-    std::string network = "none";            // "none" or "allowlist"
+    // When each of token_hashes stops being accepted (sys_seconds::max(): never). The file says
+    // "YYYY-MM-DD" (the start of that day, UTC) or "YYYY-MM-DDTHH:MM:SSZ". In seconds: a
+    // system_clock time point in nanoseconds ends in 2262.
+    std::vector<std::chrono::sys_seconds> token_expires;
+    std::string workspace_root;    // absolute; each session's workspace lives under it
+    std::string host_uid_range;    // "FIRST-LAST", or empty: the default range
+    std::string policy;            // a settings/policy file path, or empty
+    std::string network = "none";  // "none" or "allowlist"
     // Extra permission rules, as the CLI's --allow/--ask/--deny (not parsed here).
     std::vector<std::string> allow, ask, deny;
     TenantLimits limits;
@@ -69,10 +75,13 @@ Result<TenantsConfig> load_tenants(const std::string& path);
 // lines starting with # are skipped. Errors name the line; a file without a hash is one.
 Result<std::vector<Sha256Digest>> parse_token_hashes(std::string_view text);
 
-// The tenant a bearer token belongs to, or null (always for an empty token). The token's
-// SHA-256 is compared in constant time with every hash of every tenant, without stopping at a
-// match, so that the time taken says nothing about which hash matched or how closely.
-const Tenant* find_tenant(const TenantsConfig& config, std::string_view token);
+// The tenant a bearer token belongs to, or null (always for an empty token, and for a token
+// expired at `now`). The token's SHA-256 is compared in constant time with every hash of every
+// tenant, without stopping at a match, so that the time taken says nothing about which hash
+// matched or how closely.
+const Tenant* find_tenant(
+    const TenantsConfig& config, std::string_view token,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 // Whether `digest` is one of `hashes`, compared in constant time with every one of them.
 bool digest_in(const std::vector<Sha256Digest>& hashes, const Sha256Digest& digest);

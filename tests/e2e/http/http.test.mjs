@@ -33,6 +33,8 @@ const ROOT = process.getuid() === 0;
 const TOKEN_A = crypto.randomBytes(32).toString('hex');
 const TOKEN_B = crypto.randomBytes(32).toString('hex');
 const TOKEN_O = crypto.randomBytes(32).toString('hex');
+const TOKEN_EXPIRED = crypto.randomBytes(32).toString('hex');  // beta's, expired in 2020
+const TOKEN_LATER = crypto.randomBytes(32).toString('hex');    // beta's, until 2999
 const sha256 = (text) => crypto.createHash('sha256').update(text).digest('hex');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -60,7 +62,9 @@ async function startServer() {
                 limits: { sessions: 8, calls: 4, memory: '512M', pids: '128' },
             },
             {
-                name: 'beta', token_sha256: [sha256(TOKEN_B)],
+                name: 'beta',
+                token_sha256: [sha256(TOKEN_B), { sha256: sha256(TOKEN_EXPIRED), expires: '2020-01-01' },
+                    { sha256: sha256(TOKEN_LATER), expires: '2999-12-31T23:59:59Z' }],
                 workspace_root: path.join(dir, 'beta'),
                 ...(ROOT ? { host_uid_range: '1500100000-1500165535' } : {}),
                 limits: { sessions: 2, calls: 2, calls_per_second: 3, idle_ttl: '3s' },
@@ -263,7 +267,7 @@ describe('stockade serve --http', { skip }, () => {
         }
     });
 
-    test('tokens: none, wrong and malformed get 401', async () => {
+    test('tokens: none, wrong, expired and malformed get 401', async () => {
         const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '0' } } };
         const none = await post(undefined, init);
         assert.equal(none.status, 401);
@@ -271,6 +275,13 @@ describe('stockade serve --http', { skip }, () => {
         const wrong = await post(crypto.randomBytes(32).toString('hex'), init);
         assert.equal(wrong.status, 401);
         assert.match(wrong.headers.get('www-authenticate'), /invalid_token/);
+        const expired = await post(TOKEN_EXPIRED, init);
+        assert.equal(expired.status, 401, 'a token past its expires is refused');
+        assert.match(expired.headers.get('www-authenticate'), /invalid_token/);
+        const later = await post(TOKEN_LATER, init);
+        assert.equal(later.status, 200, 'a token before its expires is beta\'s');
+        const session = later.headers.get('mcp-session-id');
+        await fetch(url(), { method: 'DELETE', headers: { Authorization: `Bearer ${TOKEN_LATER}`, 'Mcp-Session-Id': session } });
         const basic = await fetch(url(), { method: 'POST', headers: { ...HEADERS, Authorization: 'Basic YTpi' }, body: JSON.stringify(init) });
         assert.equal(basic.status, 401);
         // A tenant token is not the operator's.

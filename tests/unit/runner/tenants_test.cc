@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -396,6 +397,54 @@ TEST(TenantsTest, FindTenantRefusesTheEmptyTokenEvenWhenItsHashIsListed) {
     auto config = parse_tenants(one_tenant("", token_hash_hex("")), false);
     ASSERT_THAT(config, IsOk());
     EXPECT_THAT(find_tenant(*config, ""), IsNull());
+}
+
+TEST(TenantsTest, ATokenMayExpireAndIsThenRefused) {
+    const std::string text = R"({"tenants": [{"name": "acme", "workspace_root": "/a",
+        "token_sha256": [")" +
+                             kAcmeHash + R"(",
+                         {"sha256": ")" +
+                             kBetaHash + R"(", "expires": "2027-01-31"},
+                         {"sha256": ")" +
+                             kAbcHash + R"(", "expires": "2027-01-31T18:00:00Z"}]}]})";
+    auto config = parse_tenants(text, false);
+    ASSERT_THAT(config, IsOk());
+    using std::chrono::sys_days;
+    const auto jan31 = sys_days(std::chrono::year(2027) / 1 / 31);
+    ASSERT_EQ(config->tenants[0].token_expires.size(), 3U);
+    EXPECT_EQ(config->tenants[0].token_expires[1], jan31);
+    EXPECT_EQ(config->tenants[0].token_expires[2], jan31 + std::chrono::hours(18));
+    const auto before = jan31 - std::chrono::seconds(1);
+    EXPECT_NE(find_tenant(*config, "beta-token", before), nullptr);
+    EXPECT_THAT(find_tenant(*config, "beta-token", jan31), IsNull()) << "expired at that instant";
+    EXPECT_NE(find_tenant(*config, "abc", jan31), nullptr);
+    EXPECT_THAT(find_tenant(*config, "abc", jan31 + std::chrono::hours(18)), IsNull());
+    EXPECT_NE(find_tenant(*config, "acme-token", std::chrono::system_clock::time_point::max()),
+              nullptr)
+        << "a token without expires never expires";
+    auto far = parse_tenants(R"({"tenants": [{"name": "acme", "workspace_root": "/a",
+        "token_sha256": [{"sha256": ")" +
+                                 kAcmeHash + R"(", "expires": "2999-12-31"}]}]})",
+                             false);
+    ASSERT_THAT(far, IsOk());
+    EXPECT_NE(find_tenant(*far, "acme-token", jan31), nullptr) << "past 2262 too";
+}
+
+TEST(TenantsTest, RefusesAMalformedTokenEntry) {
+    auto entry = [](const std::string& fields) {
+        return refusal(
+            R"({"tenants": [{"name": "acme", "workspace_root": "/a", "token_sha256": [)" + fields +
+            "]}]}");
+    };
+    for (const char* when : {"\"2027-1-31\"", "\"2027-02-30\"", "\"2027-01-31 18:00:00\"",
+                             "\"2027-01-31T18:00:00+01:00\"", "\"tomorrow\"", "20270131"}) {
+        EXPECT_THAT(entry(R"({"sha256": ")" + kAcmeHash + R"(", "expires": )" + when + "}"),
+                    HasSubstr("token_sha256[0].expires: give a UTC date or time"))
+            << when;
+    }
+    EXPECT_THAT(entry(R"({"sha256": ")" + kAcmeHash + R"(", "expiry": "2027-01-31"})"),
+                HasSubstr("token_sha256[0].expiry: is not a key of a token"));
+    EXPECT_THAT(entry(R"({"expires": "2027-01-31"})"), HasSubstr("token_sha256[0]: not a SHA-256"));
 }
 
 TEST(TokenHashesTest, ReadsOneHashALineSkippingCommentsAndBlankLines) {
