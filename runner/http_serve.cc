@@ -186,7 +186,11 @@ public:
         auto session = runner::open_session(
             dir, shared.state_dir, "", base_.process_log_cap,
             tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk, policy, sandbox,
-            base_.structured_content, [&shared](SessionConfig& config) {
+            base_.structured_content, [&](SessionConfig& config) {
+                if (from_file_) {  // each tenant's sandboxes share its CPU weight
+                    config.sandbox.limits.group = "tenant-" + tenant.name;
+                    config.sandbox.limits.group_cpu_weight = tenant.limits.cpu_weight;
+                }
                 config.disk_pool = shared.disk;
                 config.meters = shared.meters;
                 config.prune_outputs = false;  // the pool reclaims ended sessions' output

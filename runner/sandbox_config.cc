@@ -156,6 +156,8 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     }
     spec.limits.pids = config.limits.pids.value_or(kDefaultPids);
     spec.limits.cpu = config.limits.cpu;
+    spec.limits.group = config.limits.group;
+    spec.limits.group_cpu_weight = config.limits.group_cpu_weight;
     spec.limits.tmp_bytes = config.limits.tmp_bytes.value_or(spec.limits.tmp_bytes);
 
     // Identity: never host root. Privileged callers map the sandbox user to a dedicated host id

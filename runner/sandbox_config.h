@@ -58,6 +58,8 @@ struct SandboxLimits {
     std::optional<uint64_t> pids{};          // default: kDefaultPids
     std::optional<double> cpu{};             // default: no CPU limit
     std::optional<uint64_t> tmp_bytes{};     // default: sandbox::Limits::tmp_bytes (1 GiB)
+    std::string group{};                     // sandbox::Limits::group (serve --http's tenant)
+    std::optional<uint64_t> group_cpu_weight{};
 };
 
 // `--mode hosted` ("quotas on"): tighter limits for what is left unset — memory 2G, pids 512,

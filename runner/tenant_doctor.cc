@@ -327,6 +327,14 @@ void report_limits(const Tenant& tenant, const DoctorHost& host, const TenantFac
     } else {
         out.info("cpu", "not limited (no limits.cpu)");
     }
+    if (full && cg.cpu != CgroupVersion::kNone) {
+        out.info("cpu weight", fmt::format("{} against the other tenants' (cgroup group tenant-{})",
+                                           tenant.limits.cpu_weight, tenant.name));
+    } else {
+        out.info("cpu weight", fmt::format("{}: not applied ({}); tenants share the CPU as "
+                                           "their processes do",
+                                           tenant.limits.cpu_weight, why_not()));
+    }
 
     // /tmp
     const std::string tmp_value =

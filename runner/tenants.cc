@@ -37,9 +37,9 @@ constexpr std::string_view kTopKeys[] = {"tenants"};
 constexpr std::string_view kTenantKeys[] = {
     "name",  "token_sha256", "workspace_root", "host_uid_range", "policy", "network",
     "allow", "ask",          "deny",           "limits"};
-constexpr std::string_view kLimitKeys[] = {"sessions", "calls",       "calls_per_second", "memory",
-                                           "pids",     "cpu",         "tmp_size",         "disk",
-                                           "idle_ttl", "max_lifetime"};
+constexpr std::string_view kLimitKeys[] = {"sessions", "calls",    "calls_per_second", "memory",
+                                           "pids",     "cpu",      "cpu_weight",       "tmp_size",
+                                           "disk",     "idle_ttl", "max_lifetime"};
 
 constexpr std::size_t kMaxFileBytes = 1 << 20;
 constexpr std::size_t kMaxNesting = 16;  // the file needs 4: {tenants: [{limits: {}}]}
@@ -415,6 +415,13 @@ Status parse_limits(const Fields& tenant, TenantLimits& out, const std::string& 
     RETURN_IF_ERROR(limits.count("sessions", out.sessions));
     RETURN_IF_ERROR(limits.count("calls", out.calls));
     RETURN_IF_ERROR(limits.rate("calls_per_second", out.calls_per_second));
+    RETURN_IF_ERROR(limits.count("cpu_weight", out.cpu_weight));
+    if (out.cpu_weight > 10'000) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("{}: limits.cpu_weight: must be 1 to 10000 (100 is every "
+                                 "tenant's equal share), not {}",
+                                 owner, out.cpu_weight)};
+    }
     for (const LimitText& limit : kLimitTexts) {
         RETURN_IF_ERROR(limits.limit(limit, out));
     }

@@ -7,7 +7,8 @@
 //                 "policy": "/etc/stockade/acme.json", "network": "none",
 //                 "allow": ["Bash(git *)"], "ask": [], "deny": [],
 //                 "limits": {"sessions": 16, "calls": 4, "calls_per_second": 20,
-//                            "memory": "1G", "pids": "256", "cpu": "1", "tmp_size": "256M",
+//                            "memory": "1G", "pids": "256", "cpu": "1", "cpu_weight": 100,
+//                            "tmp_size": "256M",
 //                            "disk": "1G", "idle_ttl": "30m", "max_lifetime": "24h"}}]}
 // It is a security file, so a key it does not know, a repeated key, or a value out of range is
 // an error, never a default.
@@ -28,6 +29,9 @@ struct TenantLimits {
     std::size_t sessions = 16;    // concurrent MCP sessions of the tenant
     std::size_t calls = 4;        // tools/call running at once in one session
     double calls_per_second = 0;  // per tenant, token bucket (burst = max(1, rate)); 0: unlimited
+    // The tenant's share of the CPU against the other tenants' (1-10000), whatever number of
+    // sandboxes each runs: its sessions' cgroups sit in one group of this cpu weight.
+    std::size_t cpu_weight = 100;
     // Each session's worker, in the syntax of the CLI's --memory, --pids, --cpu, --tmp-size;
     // empty: the CLI's default.
     std::string memory, pids, cpu, tmp_size;

@@ -400,13 +400,30 @@ CgroupSupport probe_cgroups() {
     return support;
 }
 
-Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport& support,
+Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport& host,
                                       bool commands) {
     std::optional<uint64_t> cpu_quota;
     if (limits.cpu) {
         ASSIGN_OR_RETURN(cpu_quota, cpu_quota_us(*limits.cpu));
     }
-    bool want_cpu = cpu_quota.has_value() && support.cpu != CgroupVersion::kNone;
+    // A group (a tenant's) sits between each base and the leaf: the leaves go in the group,
+    // which is made and prepared like a base, once its base is.
+    CgroupSupport support = host;
+    if (!limits.group.empty()) {
+        for (std::string* base : {&support.v2_base, &support.memory_v1_base, &support.pids_v1_base,
+                                  &support.cpu_v1_base}) {
+            if (!base->empty()) {
+                *base = join(*base, limits.group);
+            }
+        }
+    }
+    auto prepare = [&](const std::string& host_base, const std::string& base, bool v2,
+                       const std::vector<std::string_view>& controllers) -> Status {
+        RETURN_IF_ERROR(prepare_base(host_base, host.create_bases, v2, controllers));
+        return base == host_base ? Status{} : prepare_base(base, true, v2, controllers);
+    };
+    const bool weighted = limits.group_cpu_weight.has_value() && !limits.group.empty();
+    bool want_cpu = (cpu_quota.has_value() || weighted) && support.cpu != CgroupVersion::kNone;
     std::string name = leaf_name(::getpid(), g_counter++);
 
     CgroupLeaf leaf;
@@ -436,24 +453,38 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
         v2_controllers.push_back(kCpu);
     }
     if (!v2_controllers.empty()) {
-        RETURN_IF_ERROR(prepare_base(support.v2_base, support.create_bases, true, v2_controllers));
+        RETURN_IF_ERROR(prepare(host.v2_base, support.v2_base, true, v2_controllers));
         ASSIGN_OR_RETURN(leaf.v2_dir_, make_leaf(support.v2_base, name));
     }
     std::string memory_v1;
     std::string pids_v1;
     std::string cpu_v1;
-    auto v1_leaf = [&](CgroupVersion version, const std::string& base, std::string* dir) -> Status {
+    auto v1_leaf = [&](CgroupVersion version, const std::string& host_base, const std::string& base,
+                       std::string* dir) -> Status {
         if (version != CgroupVersion::kV1) {
             return {};
         }
-        RETURN_IF_ERROR(prepare_base(base, support.create_bases, false, {}));
+        RETURN_IF_ERROR(prepare(host_base, base, false, {}));
         ASSIGN_OR_RETURN(*dir, make_leaf(base, name));
         return {};
     };
-    RETURN_IF_ERROR(v1_leaf(support.memory, support.memory_v1_base, &memory_v1));
-    RETURN_IF_ERROR(v1_leaf(support.pids, support.pids_v1_base, &pids_v1));
+    RETURN_IF_ERROR(
+        v1_leaf(support.memory, host.memory_v1_base, support.memory_v1_base, &memory_v1));
+    RETURN_IF_ERROR(v1_leaf(support.pids, host.pids_v1_base, support.pids_v1_base, &pids_v1));
     if (want_cpu) {
-        RETURN_IF_ERROR(v1_leaf(support.cpu, support.cpu_v1_base, &cpu_v1));
+        RETURN_IF_ERROR(v1_leaf(support.cpu, host.cpu_v1_base, support.cpu_v1_base, &cpu_v1));
+    }
+    if (want_cpu && weighted) {
+        // The group's share of the CPU against its siblings (v1: cpu.shares, 1024 for 100).
+        const uint64_t weight = std::clamp<uint64_t>(*limits.group_cpu_weight, 1, 10'000);
+        if (support.cpu == CgroupVersion::kV2) {
+            RETURN_IF_ERROR(write_limit(support.v2_base, "cpu.weight", fmt::format("{}", weight)));
+        } else {
+            RETURN_IF_ERROR(
+                write_limit(support.cpu_v1_base, "cpu.shares",
+                            fmt::format("{}", std::max<uint64_t>(2, weight * 1024 / 100))));
+        }
+        leaf.cpu_weight_ = weight;
     }
 
     if (support.memory == CgroupVersion::kV2) {
@@ -511,11 +542,11 @@ Result<CgroupLeaf> CgroupLeaf::create(const Limits& limits, const CgroupSupport&
         RETURN_IF_ERROR(write_limit(dir, "pids.max", fmt::format("{}", *limits.pids)));
         leaf.applies_pids_ = true;
     }
-    if (want_cpu && support.cpu == CgroupVersion::kV2) {
+    if (cpu_quota && want_cpu && support.cpu == CgroupVersion::kV2) {
         RETURN_IF_ERROR(
             write_limit(leaf_v2, "cpu.max", fmt::format("{} {}", *cpu_quota, kCpuPeriodUs)));
         leaf.applies_cpu_ = true;
-    } else if (want_cpu && support.cpu == CgroupVersion::kV1) {
+    } else if (cpu_quota && want_cpu && support.cpu == CgroupVersion::kV1) {
         RETURN_IF_ERROR(write_limit(cpu_v1, "cpu.cfs_period_us", fmt::format("{}", kCpuPeriodUs)));
         RETURN_IF_ERROR(write_limit(cpu_v1, "cpu.cfs_quota_us", fmt::format("{}", *cpu_quota)));
         leaf.applies_cpu_ = true;
@@ -551,6 +582,7 @@ CgroupLeaf::CgroupLeaf(CgroupLeaf&& o) noexcept
       applies_swap_(std::exchange(o.applies_swap_, false)),
       applies_pids_(std::exchange(o.applies_pids_, false)),
       applies_cpu_(std::exchange(o.applies_cpu_, false)),
+      cpu_weight_(std::exchange(o.cpu_weight_, std::nullopt)),
       v2_fd_(std::move(o.v2_fd_)),
       commands_procs_fd_(std::move(o.commands_procs_fd_)) {}
 
@@ -569,6 +601,7 @@ CgroupLeaf& CgroupLeaf::operator=(CgroupLeaf&& o) noexcept {
         applies_swap_ = std::exchange(o.applies_swap_, false);
         applies_pids_ = std::exchange(o.applies_pids_, false);
         applies_cpu_ = std::exchange(o.applies_cpu_, false);
+        cpu_weight_ = std::exchange(o.cpu_weight_, std::nullopt);
         v2_fd_ = std::move(o.v2_fd_);
         commands_procs_fd_ = std::move(o.commands_procs_fd_);
     }

@@ -88,6 +88,8 @@ public:
     [[nodiscard]] bool applies_swap() const noexcept { return applies_swap_; }  // swap held at 0
     [[nodiscard]] bool applies_pids() const noexcept { return applies_pids_; }
     [[nodiscard]] bool applies_cpu() const noexcept { return applies_cpu_; }
+    // The weight written on the leaf's group (Limits::group_cpu_weight), if it has one.
+    [[nodiscard]] std::optional<uint64_t> cpu_weight() const noexcept { return cpu_weight_; }
 
 private:
     std::vector<std::string> dirs_;       // absolute paths, parents before their children
@@ -99,6 +101,7 @@ private:
     bool applies_swap_ = false;
     bool applies_pids_ = false;
     bool applies_cpu_ = false;
+    std::optional<uint64_t> cpu_weight_;
     UniqueFd v2_fd_;
     UniqueFd commands_procs_fd_;
 };

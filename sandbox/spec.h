@@ -70,6 +70,11 @@ struct Limits {
     uint64_t msgqueue_bytes = 256 << 10;  // RLIMIT_MSGQUEUE
     uint64_t inotify_instances = 64;      // the user namespace's user.max_inotify_instances
     uint64_t inotify_watches = 65536;     // user.max_inotify_watches
+    // serve --http: a cgroup between the base and the leaf that the sandboxes of one tenant share
+    // ("tenant-NAME"; empty: none), and its CPU weight (1-10000 on cgroup v2's scale, 100 the
+    // kernel's default): such groups share the CPU by weight, however many sandboxes each holds.
+    std::string group{};
+    std::optional<uint64_t> group_cpu_weight{};
 };
 
 // The ids the sandbox runs as, inside and on the host.

@@ -59,7 +59,7 @@ async function startServer() {
                 workspace_root: path.join(dir, 'alpha'),
                 ...(ROOT ? { host_uid_range: '1500000000-1500065535' } : {}),
                 ask: ['Bash(echo asked:*)'],
-                limits: { sessions: 8, calls: 4, memory: '512M', pids: '128' },
+                limits: { sessions: 8, calls: 4, memory: '512M', pids: '128', cpu_weight: 300 },
             },
             {
                 name: 'beta',
@@ -260,6 +260,23 @@ describe('stockade serve --http', { skip }, () => {
             const idb = textOf(await b.client.callTool({ name: 'bash', arguments: { command: 'cat /proc/self/uid_map' } }));
             assert.match(ida, /\s15000\d{5}\s/, ida);
             assert.match(idb, /\s15001\d{5}\s/, idb);
+            // Each tenant's sandboxes share one cpu cgroup group of the tenant's weight: alpha's
+            // 300 against beta's default 100, however many sandboxes each runs.
+            const groups = new Map();
+            for (const worker of descendantsOf(serve.pid).filter((p) => p.cmdline.includes('__worker'))) {
+                for (const line of fs.readFileSync(`/proc/${worker.pid}/cgroup`, 'utf8').split('\n')) {
+                    const [, controllers, where] = line.split(':');
+                    const m = /^(.*\/tenant-(alpha|beta))\//.exec(where ?? '');
+                    if (m && (controllers === '' || controllers.split(',').includes('cpu'))) {
+                        const file = controllers === '' ? `/sys/fs/cgroup${m[1]}/cpu.weight` : `/sys/fs/cgroup/${controllers}${m[1]}/cpu.shares`;
+                        groups.set(m[2], fs.readFileSync(file, 'utf8').trim());
+                    }
+                }
+            }
+            if (groups.size > 0 || fs.readFileSync('/proc/self/cgroup', 'utf8').includes(':cpu')) {
+                const v2 = !fs.readFileSync('/proc/self/cgroup', 'utf8').includes(':cpu');
+                assert.deepEqual(Object.fromEntries(groups), v2 ? { alpha: '300', beta: '100' } : { alpha: '3072', beta: '1024' });
+            }
         }
         for (const side of [a, b]) {
             await side.transport.terminateSession();

@@ -37,7 +37,7 @@ std::string full_json() {
    "policy": "/etc/stockade/acme.json", "network": "allowlist",
    "allow": ["Bash(git *)", "Read"], "ask": ["Bash(npm *)"], "deny": ["Bash(rm *)"],
    "limits": {"sessions": 8, "calls": 2, "calls_per_second": 20.5, "memory": "1G",
-              "pids": "256", "cpu": "1.5", "tmp_size": "256M", "disk": "2G",
+              "pids": "256", "cpu": "1.5", "cpu_weight": 300, "tmp_size": "256M", "disk": "2G",
               "idle_ttl": "30m", "max_lifetime": "7d"}},
   {"name": "beta-2", "token_sha256": [")x" +
            kBetaHash + R"("],
@@ -67,6 +67,7 @@ memory = "1G"
 pids = 256
 cpu = 1.5
 tmp_size = "256M"
+cpu_weight = 300
 disk = "2G"
 idle_ttl = "30m"
 max_lifetime = "7d"
@@ -122,6 +123,7 @@ TEST(TenantsTest, ReadsEveryKeyOfAFullFile) {
     EXPECT_EQ(acme.limits.pids, "256");
     EXPECT_EQ(acme.limits.cpu, "1.5");
     EXPECT_EQ(acme.limits.tmp_size, "256M");
+    EXPECT_EQ(acme.limits.cpu_weight, 300U);
     EXPECT_EQ(acme.limits.disk, "2G");
     EXPECT_EQ(acme.limits.idle_ttl, std::chrono::minutes(30));
     EXPECT_EQ(acme.limits.max_lifetime, std::chrono::days(7));
@@ -335,6 +337,8 @@ TEST(TenantsTest, RefusesLimitsOutOfRange) {
         {R"("disk": "lots")", "limits.disk: \"lots\" is not a size"},
         {R"("pids": "1")", "limits.pids: 1 is out of range"},
         {R"("cpu": "0")", "limits.cpu: CPU fraction 0 is out of range"},
+        {R"("cpu_weight": 0)", "limits.cpu_weight: must be a whole number above 0"},
+        {R"("cpu_weight": 10001)", "limits.cpu_weight: must be 1 to 10000"},
         {R"("idle_ttl": "0")", "limits.idle_ttl: \"0\" is not a duration"},
         {R"("idle_ttl": 0)", "limits.idle_ttl: \"0\" is not a duration"},
         {R"("idle_ttl": "1.5h")", "limits.idle_ttl: \"1.5h\" is not a duration"},

@@ -294,6 +294,43 @@ TEST_F(CgroupLeafTest, RemovesStaleEmptyLeavesOfDeadSupervisorsWithTheirChildren
     }
 }
 
+TEST_F(CgroupLeafTest, ATenantsLeavesShareAGroupWithItsCpuWeight) {
+    if (support_.cpu == CgroupVersion::kNone) {
+        GTEST_SKIP() << "no cpu controller: " << support_.reason;
+    }
+    Limits limits = make_limits(std::nullopt, 16, std::nullopt);
+    limits.group = fmt::format("tenant-test-{}", ::getpid());
+    limits.group_cpu_weight = 300;
+    const bool v2 = support_.cpu == CgroupVersion::kV2;
+    const std::string group =
+        fmt::format("{}/{}", v2 ? support_.v2_base : support_.cpu_v1_base, limits.group);
+    {
+        auto first = CgroupLeaf::create(limits, support_);
+        ASSERT_THAT(first, IsOk());
+        auto second = CgroupLeaf::create(limits, support_);
+        ASSERT_THAT(second, IsOk());
+        EXPECT_EQ(first->cpu_weight(), 300U);
+        EXPECT_FALSE(first->applies_cpu()) << "a weight is no limit";
+        for (const CgroupLeaf* leaf : {&*first, &*second}) {
+            for (const std::string& dir : leaf->dirs()) {
+                EXPECT_NE(dir.find("/" + limits.group + "/"), std::string::npos)
+                    << dir << " is not in the tenant's group";
+            }
+        }
+        auto weight = read_file(group + (v2 ? "/cpu.weight" : "/cpu.shares"));
+        ASSERT_TRUE(weight) << group;
+        EXPECT_EQ(*weight, v2 ? "300\n" : "3072\n");
+    }
+    // The leaves went with their owners; the group stays for the tenant's next sandbox.
+    EXPECT_TRUE(path_exists(group));
+    for (const std::string* base : {&support_.v2_base, &support_.memory_v1_base,
+                                    &support_.pids_v1_base, &support_.cpu_v1_base}) {
+        if (!base->empty()) {
+            (void)::rmdir(fmt::format("{}/{}", *base, limits.group).c_str());
+        }
+    }
+}
+
 TEST(CgroupLeafNoSupportTest, LimitsWithoutControllersAreLeftToTheCaller) {
     FdLeakChecker fd_check;
     auto leaf = CgroupLeaf::create(make_limits(kMemory, 32, 1.0), CgroupSupport{});
