@@ -187,9 +187,9 @@ public:
             dir, shared.state_dir, "", base_.process_log_cap,
             tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk, policy, sandbox,
             base_.structured_content, [&](SessionConfig& config) {
-                if (from_file_) {  // each tenant's sandboxes share its CPU weight
+                if (from_file_ && config_.cpu_weighted()) {  // its sandboxes share its weight
                     config.sandbox.limits.group = "tenant-" + tenant.name;
-                    config.sandbox.limits.group_cpu_weight = tenant.limits.cpu_weight;
+                    config.sandbox.limits.group_cpu_weight = tenant.limits.cpu_weight.value_or(100);
                 }
                 config.disk_pool = shared.disk;
                 config.meters = shared.meters;

@@ -327,13 +327,16 @@ void report_limits(const Tenant& tenant, const DoctorHost& host, const TenantFac
     } else {
         out.info("cpu", "not limited (no limits.cpu)");
     }
-    if (full && cg.cpu != CgroupVersion::kNone) {
+    if (!tenant.limits.cpu_weight) {
+        out.info("cpu weight",
+                 "not set (100 when another tenant sets one; none set: tenants "
+                 "share the CPU as their processes do)");
+    } else if (full && cg.cpu != CgroupVersion::kNone) {
         out.info("cpu weight", fmt::format("{} against the other tenants' (cgroup group tenant-{})",
-                                           tenant.limits.cpu_weight, tenant.name));
+                                           *tenant.limits.cpu_weight, tenant.name));
     } else {
-        out.info("cpu weight", fmt::format("{}: not applied ({}); tenants share the CPU as "
-                                           "their processes do",
-                                           tenant.limits.cpu_weight, why_not()));
+        out.warning("cpu weight",
+                    fmt::format("{}: cannot be applied: {}", *tenant.limits.cpu_weight, why_not()));
     }
 
     // /tmp

@@ -415,12 +415,16 @@ Status parse_limits(const Fields& tenant, TenantLimits& out, const std::string& 
     RETURN_IF_ERROR(limits.count("sessions", out.sessions));
     RETURN_IF_ERROR(limits.count("calls", out.calls));
     RETURN_IF_ERROR(limits.rate("calls_per_second", out.calls_per_second));
-    RETURN_IF_ERROR(limits.count("cpu_weight", out.cpu_weight));
-    if (out.cpu_weight > 10'000) {
-        return Error{Errc::kInvalidArgument,
-                     fmt::format("{}: limits.cpu_weight: must be 1 to 10000 (100 is every "
-                                 "tenant's equal share), not {}",
-                                 owner, out.cpu_weight)};
+    if (limits.find("cpu_weight") != nullptr) {
+        std::size_t weight = 0;
+        RETURN_IF_ERROR(limits.count("cpu_weight", weight));
+        if (weight > 10'000) {
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("{}: limits.cpu_weight: must be 1 to 10000 (100 is every "
+                                     "tenant's equal share), not {}",
+                                     owner, weight)};
+        }
+        out.cpu_weight = weight;
     }
     for (const LimitText& limit : kLimitTexts) {
         RETURN_IF_ERROR(limits.limit(limit, out));
@@ -732,6 +736,11 @@ bool digest_in(const std::vector<Sha256Digest>& hashes, const Sha256Digest& dige
         found |= constant_time_equal(wanted, known);  // every hash, whatever matched
     }
     return found;
+}
+
+bool TenantsConfig::cpu_weighted() const {
+    return std::any_of(tenants.begin(), tenants.end(),
+                       [](const Tenant& tenant) { return tenant.limits.cpu_weight.has_value(); });
 }
 
 const Tenant* find_tenant(const TenantsConfig& config, std::string_view token,

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,8 +31,10 @@ struct TenantLimits {
     std::size_t calls = 4;        // tools/call running at once in one session
     double calls_per_second = 0;  // per tenant, token bucket (burst = max(1, rate)); 0: unlimited
     // The tenant's share of the CPU against the other tenants' (1-10000), whatever number of
-    // sandboxes each runs: its sessions' cgroups sit in one group of this cpu weight.
-    std::size_t cpu_weight = 100;
+    // sandboxes each runs: its sessions' cgroups sit in one group of this cpu weight. Set on
+    // any tenant, it groups every tenant (100 where unset); set on none, sandboxes share the
+    // CPU as their processes do.
+    std::optional<std::size_t> cpu_weight;
     // Each session's worker, in the syntax of the CLI's --memory, --pids, --cpu, --tmp-size;
     // empty: the CLI's default.
     std::string memory, pids, cpu, tmp_size;
@@ -65,6 +68,9 @@ struct Tenant {
 
 struct TenantsConfig {
     std::vector<Tenant> tenants;
+
+    // Whether a tenant sets limits.cpu_weight, which puts every tenant in its cgroup group.
+    [[nodiscard]] bool cpu_weighted() const;
 
     bool operator==(const TenantsConfig&) const = default;
 };

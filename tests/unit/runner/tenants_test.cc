@@ -124,6 +124,7 @@ TEST(TenantsTest, ReadsEveryKeyOfAFullFile) {
     EXPECT_EQ(acme.limits.cpu, "1.5");
     EXPECT_EQ(acme.limits.tmp_size, "256M");
     EXPECT_EQ(acme.limits.cpu_weight, 300U);
+    EXPECT_TRUE(config->cpu_weighted());
     EXPECT_EQ(acme.limits.disk, "2G");
     EXPECT_EQ(acme.limits.idle_ttl, std::chrono::minutes(30));
     EXPECT_EQ(acme.limits.max_lifetime, std::chrono::days(7));
