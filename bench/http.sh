@@ -5,7 +5,7 @@
 #
 # One server with three tenants (bench/http_load.mjs, Node's fetch as the client):
 #   1  session creation: 200 initialize requests one after another (each starts a sandbox),
-#      p50 against one `stockade run -- true`                                  (target <= 1.5x)
+#      each after one `stockade run -- true`: p50 against the runs' p50           (target <= 1.5x)
 #   2  supervisor RSS per idle session: VmRSS with the 200 sessions open less before, divided
 #      by 200, printed beside their sandboxes' own RSS               (target <= 2 MiB per session)
 #   3  200 sessions of tenants alpha and beta at once, each doing read (a 2,000-line file) and

@@ -88,13 +88,6 @@ void DiskPool::give_back(uint64_t bytes) {
     used_ -= std::min(used_, bytes);
 }
 
-void DiskPool::trim() {
-    std::lock_guard lock(mu_);
-    if (used_ > cap_ && reclaim_) {
-        used_ -= std::min(used_, reclaim_(used_ - cap_));
-    }
-}
-
 uint64_t DiskPool::used() const {
     std::lock_guard lock(mu_);
     return used_;

@@ -38,8 +38,6 @@ public:
     uint64_t take(uint64_t want);
     void add(uint64_t bytes);  // counted whatever the cap (a log's tail)
     void give_back(uint64_t bytes);
-    // Reclaims until at most the cap is used: the janitor's pass, and the start.
-    void trim();
 
     [[nodiscard]] uint64_t cap() const noexcept { return cap_; }
     [[nodiscard]] uint64_t used() const;

@@ -24,7 +24,7 @@ import {
 } from '@modelcontextprotocol/client';
 
 import { MODERN, modernMeta } from '../protocol.mjs';
-import { descendantsOf } from './procs.mjs';
+import { descendantsOf, startServe } from './harness.mjs';
 
 const BIN = process.env.STOCKADE_BIN;
 const skip = BIN ? false : 'STOCKADE_BIN is not set (run_http.sh sets it)';
@@ -73,19 +73,9 @@ async function startServer() {
     };
     fs.writeFileSync(path.join(dir, 'tenants.json'), JSON.stringify(tenants));
     fs.writeFileSync(path.join(dir, 'admin.sha256'), `# the operator\n${sha256(TOKEN_O)}\n`);
-    serve = spawn(BIN, ['serve', '--http', '127.0.0.1:0', '--tenants', path.join(dir, 'tenants.json'),
-        '--admin-token-file', path.join(dir, 'admin.sha256'), '--no-user-settings', '--drain', '20'], {
-        env: { ...process.env, STOCKADE_STATE_DIR: path.join(dir, 'state') },
-        stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    serve.stdout.on('data', (chunk) => { serveLog += `[stdout] ${chunk}`; });
-    serve.stderr.on('data', (chunk) => { serveLog += chunk; });
-    for (let i = 0; i < 200 && !port; ++i) {
-        const match = /listening on http:\/\/127\.0\.0\.1:(\d+)\/mcp/.exec(serveLog);
-        if (match) port = Number(match[1]);
-        else await sleep(25);
-    }
-    assert.ok(port, `serve did not start:\n${serveLog}`);
+    ({ serve, port } = await startServe(BIN, ['--tenants', path.join(dir, 'tenants.json'),
+        '--admin-token-file', path.join(dir, 'admin.sha256'), '--no-user-settings', '--drain', '20'],
+    { ...process.env, STOCKADE_STATE_DIR: path.join(dir, 'state') }, (chunk) => { serveLog += chunk; }));
 }
 
 async function sdkClient(token, { onElicit } = {}) {

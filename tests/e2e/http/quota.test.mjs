@@ -4,7 +4,6 @@
 // restarted. Driven by the official MCP TypeScript SDK; STOCKADE_BIN names the binary
 // (run_http.sh sets it); without it every test here is skipped.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -14,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { descendantsOf } from './procs.mjs';
+import { descendantsOf, startServe } from './harness.mjs';
 
 const BIN = process.env.STOCKADE_BIN;
 const skip = BIN ? false : 'STOCKADE_BIN is not set (run_http.sh sets it)';
@@ -91,18 +90,9 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
             }],
         }));
         fs.writeFileSync(path.join(dir, 'admin.sha256'), `${sha256(ADMIN)}\n`);
-        serve = spawn(BIN, ['serve', '--http', '127.0.0.1:0', '--tenants', path.join(dir, 'tenants.json'),
-            '--admin-token-file', path.join(dir, 'admin.sha256'), '--no-user-settings'], {
-            env: { ...process.env, STOCKADE_STATE_DIR: path.join(dir, 'state') },
-            stdio: ['ignore', 'ignore', 'pipe'],
-        });
-        serve.stderr.on('data', (chunk) => { serveLog += chunk; });
-        for (let i = 0; i < 200 && !port; ++i) {
-            const match = /listening on http:\/\/127\.0\.0\.1:(\d+)\/mcp/.exec(serveLog);
-            if (match) port = Number(match[1]);
-            else await sleep(25);
-        }
-        assert.ok(port, `serve did not start:\n${serveLog}`);
+        ({ serve, port } = await startServe(BIN, ['--tenants', path.join(dir, 'tenants.json'),
+            '--admin-token-file', path.join(dir, 'admin.sha256'), '--no-user-settings'],
+        { ...process.env, STOCKADE_STATE_DIR: path.join(dir, 'state') }, (chunk) => { serveLog += chunk; }));
     });
     after(() => {
         if (serve && serve.exitCode === null) serve.kill('SIGKILL');
