@@ -101,6 +101,7 @@ public:
     Impl(ToolHost& host, const ServerOptions& options, Outbox& out)
         : host_(host),
           options_(options),
+          context_(options.log_context.empty() ? std::string() : " " + options.log_context),
           out_(out),
           elicitor_(out_, options.max_message_bytes, server_info(options)),
           pool_(CallPoolLimits{.threads = options.max_concurrent_calls,
@@ -348,8 +349,8 @@ private:
         }
         auto known = tool_names(*tools);
         if (std::find(known.begin(), known.end(), tool_name) == known.end()) {
-            SPDLOG_LOGGER_INFO(logger(), "mcp unknown tool call={} tool={}",
-                               jsonrpc::id_text(request.id), tool_name);
+            SPDLOG_LOGGER_INFO(logger(), "mcp unknown tool call={} tool={}{}",
+                               jsonrpc::id_text(request.id), tool_name, context_);
             reply(request.id, unknown_tool_error(request.id, tool_name, known));
             return;
         }
@@ -426,8 +427,8 @@ private:
                                 jsonrpc::id_text(id));
             return;
         }
-        SPDLOG_LOGGER_INFO(logger(), "mcp call cancelled call={} tool={} reason={}",
-                           jsonrpc::id_text(id), call->name, reason);
+        SPDLOG_LOGGER_INFO(logger(), "mcp call cancelled call={} tool={}{} reason=\"{}\"",
+                           jsonrpc::id_text(id), call->name, context_, reason);
         call->cancelled_by_client = true;
         call->stop.request_stop();
     }
@@ -462,8 +463,8 @@ private:
         Call& call = *shared_call;
         const std::string request_id = jsonrpc::id_text(call.id);
         if (call.stop.stop_requested()) {
-            SPDLOG_LOGGER_INFO(logger(), "mcp call dropped before start call={} tool={}",
-                               request_id, call.name);
+            SPDLOG_LOGGER_INFO(logger(), "mcp call dropped before start call={} tool={}{}",
+                               request_id, call.name, context_);
             return std::nullopt;
         }
         CallInfo info{
@@ -481,7 +482,8 @@ private:
                                 return elicitor_.elicit(*shared_call, request);
                             })
                           : ElicitFn()};
-        SPDLOG_LOGGER_INFO(logger(), "mcp call start call={} tool={}", request_id, call.name);
+        SPDLOG_LOGGER_INFO(logger(), "mcp call start call={} tool={}{}", request_id, call.name,
+                           context_);
         const auto start = std::chrono::steady_clock::now();
         std::optional<ToolCallResult> result;
         try {
@@ -503,13 +505,13 @@ private:
             if (!call.cancelled_by_client && !closing_) {
                 if (auto reply = elicitor_.input_required_reply(call)) {
                     SPDLOG_LOGGER_INFO(logger(),
-                                       "mcp call end call={} tool={} input_required dur_ms={}",
-                                       request_id, call.name, dur_ms);
+                                       "mcp call end call={} tool={} input_required dur_ms={}{}",
+                                       request_id, call.name, dur_ms, context_);
                     return reply;
                 }
             }
-            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} cancelled dur_ms={}",
-                               request_id, call.name, dur_ms);
+            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} cancelled dur_ms={}{}",
+                               request_id, call.name, dur_ms, context_);
             return std::nullopt;
         }
         if (!result) {
@@ -517,8 +519,8 @@ private:
                 call.id, ErrorCode::kInternalError,
                 "Internal error: tool \"" + call.name + "\" failed unexpectedly");
         }
-        SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} is_error={} dur_ms={}",
-                           request_id, call.name, result->is_error, dur_ms);
+        SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} is_error={} dur_ms={}{}",
+                           request_id, call.name, result->is_error, dur_ms, context_);
         if (result->unknown_tool) {
             return unknown_tool_error(call.id, call.name, call.known_tools);
         }
@@ -606,6 +608,7 @@ private:
 
     ToolHost& host_;
     const ServerOptions& options_;
+    const std::string context_;         // " " + options_.log_context, or empty
     LegacySession session_;             // Thread: the one delivering
     std::atomic<bool> closing_{false};  // shutdown() began: no more replies to calls
     Outbox& out_;

@@ -37,6 +37,9 @@ struct ServerOptions {
     std::size_t max_pending_bytes = std::size_t{64} << 20;
     // ttlMs of 2026-07-28 cacheable results (tools/list, server/discover).
     std::chrono::milliseconds cache_ttl{0};
+    // Added to each call's log lines: who the calls are for ("tenant=alpha session=1f2e…",
+    // serve --http), so that a log collector can follow one tenant's session.
+    std::string log_context;
 };
 
 class Connection {

@@ -338,6 +338,7 @@ public:
           metrics_(metrics),
           mcp_options_(options.mcp) {
         mcp_options_.max_concurrent_calls = std::max<std::size_t>(1, owner.max_calls);
+        mcp_options_.log_context = fmt::format("tenant={} session={}", owner.name, short_id());
     }
     ~McpSession() override { end(); }
     McpSession(const McpSession&) = delete;

@@ -1,8 +1,8 @@
 // What one tenant's sessions share on a `stockade serve --http`: the disk quota of their tool
 // output (spilled results and process logs, ended sessions' included, reclaimed oldest first)
 // and the meters /metrics shows for it: output written, disk held, processes running, workers
-// restarted. Driven by the official MCP TypeScript SDK; STOCKADE_BIN names the binary
-// (run_http.sh sets it); without it every test here is skipped.
+// restarted; and serve's JSON log. Driven by the official MCP TypeScript SDK; STOCKADE_BIN names
+// the binary (run_http.sh sets it); without it every test here is skipped.
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -92,7 +92,8 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
         fs.writeFileSync(path.join(dir, 'admin.sha256'), `${sha256(ADMIN)}\n`);
         ({ serve, port } = await startServe(BIN, ['--tenants', path.join(dir, 'tenants.json'),
             '--admin-token-file', path.join(dir, 'admin.sha256'), '--no-user-settings'],
-        { ...process.env, STOCKADE_STATE_DIR: path.join(dir, 'state') }, (chunk) => { serveLog += chunk; }));
+        { ...process.env, STOCKADE_STATE_DIR: path.join(dir, 'state'), SPDLOG_LEVEL: 'info', STOCKADE_LOG_FORMAT: 'json' },
+        (chunk) => { serveLog += chunk; }));
     });
     after(() => {
         if (serve && serve.exitCode === null) serve.kill('SIGKILL');
@@ -153,5 +154,22 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
         assert.match(after.text, /again/);
         assert.ok(await metric('stockade_worker_restarts_total') > restarts);
         await s.client.close();
+    });
+
+    test('the log is one JSON object a line, and each call\'s lines name its tenant, session and call', async () => {
+        const s = await session();
+        assert.equal((await s.call('bash', { command: 'echo logged' })).isError, false);
+        await s.client.close();
+        const lines = serveLog.split('\n').filter((line) => line.trim() !== '');
+        const records = lines.map((line) => { try { return JSON.parse(line); } catch { assert.fail(`not JSON: ${line}`); } });
+        const ends = records.filter((r) => r.msg === 'mcp call end' && r.tool === 'bash');
+        assert.ok(ends.length > 0, lines.slice(-20).join('\n'));
+        for (const r of ends) {
+            assert.equal(r.tenant, 'small');
+            assert.match(r.session, /^[0-9a-f]{12}$/);
+            assert.ok(r.call && r.dur_ms, JSON.stringify(r));
+            assert.equal(r.level, 'info');
+        }
+        assert.ok(records.some((r) => r.msg.startsWith('listening on http://127.0.0.1:')), 'serve\'s own lines are records too');
     });
 });

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctest entry of the HTTP end-to-end suite (tests/e2e/http/http.test.mjs, quota.test.mjs):
+# ctest entry of the HTTP end-to-end suite (tests/e2e/http/{http,quota}.test.mjs):
 # `stockade serve --http` with its tenants, driven by the official MCP TypeScript SDK and raw HTTP.
 #   run_http.sh root|user|load STOCKADE
 # load: bench/http_load.mjs --check (120 sessions of two tenants calling in a loop, over HTTP
@@ -12,6 +12,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mode="$1"
 stockade="$2"
+suites=("$here/http.test.mjs" "$here/quota.test.mjs")
 if ! command -v node >/dev/null 2>&1; then
     echo "SKIP: node is not installed (apt-get install nodejs)"
     exit 77
@@ -29,10 +30,10 @@ if [[ "$mode" == root ]]; then
         echo "SKIP: needs root"
         exit 77
     fi
-    STOCKADE_BIN="$stockade" exec node --test "$here/http.test.mjs" "$here/quota.test.mjs"
+    STOCKADE_BIN="$stockade" exec node --test "${suites[@]}"
 fi
 if [[ "$(id -u)" -ne 0 ]]; then
-    STOCKADE_BIN="$stockade" exec node --test "$here/http.test.mjs" "$here/quota.test.mjs"
+    STOCKADE_BIN="$stockade" exec node --test "${suites[@]}"
 fi
 id stockade-test >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin stockade-test
 work="$(mktemp -d)"
@@ -52,4 +53,4 @@ cd "$work/home"
 HOME="$work/home" TMPDIR="$work/home" STOCKADE_BIN="$work/stockade" \
     setpriv --reuid stockade-test --regid stockade-test --clear-groups --reset-env \
     env HOME="$work/home" TMPDIR="$work/home" STOCKADE_BIN="$work/stockade" PATH="$PATH" \
-    node --test "$here/http.test.mjs" "$here/quota.test.mjs"
+    node --test "${suites[@]}"
