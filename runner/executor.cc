@@ -191,6 +191,9 @@ std::optional<tools::ToolResult> Executor::decide(const std::string& name,
     const policy::CallDecision decision = policy.evaluate(requests);
     events.record("ToolDecided", decided_event(call_id, name, decision),
                   decision.decision == policy::Decision::kDeny);
+    if (parts_.meters != nullptr) {
+        parts_.meters->decided(decision.decision);
+    }
     note = network_note(decision, parts_.host_network);
     switch (decision.decision) {
         case policy::Decision::kAllow:

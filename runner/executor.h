@@ -25,6 +25,7 @@
 #include "common/event_sink.h"
 #include "policy/policy.h"
 #include "runner/mcp/tool_host.h"
+#include "runner/session_meters.h"
 #include "tools/tool.h"
 
 namespace stockade::runner {
@@ -64,6 +65,7 @@ struct ExecutorParts {
     // A note for the model after the call's own output, once (the worker died since the last
     // call, ...); may be empty.
     std::function<std::string()> session_note{};
+    SessionMeters* meters = nullptr;  // counts the decisions (may be null; outlives the executor)
 };
 
 // The outcome of a call, for a front end to frame.

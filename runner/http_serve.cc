@@ -132,7 +132,10 @@ public:
                 .processes = shared.meters->processes.load(std::memory_order_relaxed),
                 .output_bytes = shared.disk->written(),
                 .disk_bytes = shared.disk->used(),
-                .disk_limit_bytes = shared.disk->cap()});
+                .disk_limit_bytes = shared.disk->cap(),
+                .allowed = shared.meters->decided_count(policy::Decision::kAllow),
+                .asked = shared.meters->decided_count(policy::Decision::kAsk),
+                .denied = shared.meters->decided_count(policy::Decision::kDeny)});
         }
         return out;
     }

@@ -274,9 +274,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         .network_at_connect = session->network_mode_ == sandbox::NetworkMode::kAllowlist,
         .network = session->network_.get(),
         .ask_fallback_allow = config.policy.ask_fallback == "allow",
-        .session_note = [worker = session->worker_.get()] {
-            return worker->take_loss_note();
-        }});
+        .session_note = [worker = session->worker_.get()] { return worker->take_loss_note(); },
+        .meters = session->meters_.get()});
     return session;
 }
 

@@ -284,6 +284,18 @@ private:
                                    prometheus_label(u.tenant), family.value(u));
             }
         }
+        out +=
+            "# HELP stockade_policy_decisions_total The policy's decisions on tool calls.\n"
+            "# TYPE stockade_policy_decisions_total counter\n";
+        for (const TenantUsage& u : usage) {
+            for (const auto& [decision, n] :
+                 {std::pair{"allow", u.allowed}, std::pair{"ask", u.asked},
+                  std::pair{"deny", u.denied}}) {
+                out += fmt::format(
+                    "stockade_policy_decisions_total{{tenant=\"{}\",decision=\"{}\"}} {}\n",
+                    prometheus_label(u.tenant), decision, n);
+            }
+        }
     }
 
     struct Histogram {

@@ -47,6 +47,8 @@ struct TenantUsage {
     std::uint64_t output_bytes = 0;     // tool output written to disk since the start
     std::uint64_t disk_bytes = 0;       // tool output on disk now (ended sessions' included)
     std::uint64_t disk_limit_bytes = 0;
+    // The policy's decisions on its calls: allow, ask (whatever the answer), deny.
+    std::uint64_t allowed = 0, asked = 0, denied = 0;
 };
 
 class HttpBackend {

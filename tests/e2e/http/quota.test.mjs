@@ -42,12 +42,13 @@ async function session() {
     return { client, transport, call };
 }
 
-// The value of `family{tenant="small"}` in /metrics.
-async function metric(family) {
+// The value of `family{tenant="small"}` (or `{tenant="small",decision="..."}`) in /metrics.
+async function metric(family, decision) {
     const response = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { Authorization: `Bearer ${ADMIN}` } });
     assert.equal(response.status, 200);
     const text = await response.text();
-    const match = new RegExp(`^${family}\\{tenant="small"\\} (\\d+)$`, 'm').exec(text);
+    const labels = decision ? `tenant="small",decision="${decision}"` : 'tenant="small"';
+    const match = new RegExp(`^${family}\\{${labels}\\} (\\d+)$`, 'm').exec(text);
     assert.ok(match, `${family} is not in /metrics:\n${text}`);
     return Number(match[1]);
 }
@@ -86,6 +87,7 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
             tenants: [{
                 name: 'small', token_sha256: [sha256(TOKEN)], workspace_root: path.join(dir, 'small'),
                 ...(ROOT ? { host_uid_range: '1500200000-1500265535' } : {}),
+                deny: ['Bash(rm:*)'],
                 limits: { sessions: 4, disk: `${QUOTA}` },
             }],
         }));
@@ -153,6 +155,13 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
         if (after.isError) after = await s.call('bash', { command: 'echo again' });
         assert.match(after.text, /again/);
         assert.ok(await metric('stockade_worker_restarts_total') > restarts);
+        // Every call so far was allowed; a denied one is counted as such.
+        const allowed = await metric('stockade_policy_decisions_total', 'allow');
+        assert.ok(allowed >= 4, `allowed ${allowed}`);
+        assert.equal(await metric('stockade_policy_decisions_total', 'deny'), 0);
+        const denied = await s.call('bash', { command: 'rm -f nothing' });  // the tenant's deny rule
+        assert.equal(denied.isError, true);
+        assert.equal(await metric('stockade_policy_decisions_total', 'deny'), 1, denied.text);
         await s.client.close();
     });
 
