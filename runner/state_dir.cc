@@ -166,39 +166,40 @@ Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::s
 PruneResult prune_tool_outputs(const std::string& state_dir, uint64_t cap_bytes,
                                uint64_t at_least) {
     struct SessionUse {
-        fs::path dir;
+        fs::path dir;  // the session's directory
         fs::file_time_type mtime;
         uint64_t bytes = 0;
-        UniqueFd lock;  // shared: the session is not in use, and is not resumed while pruned
     };
     std::error_code ec;
-    std::vector<SessionUse> ended;
+    std::vector<SessionUse> sessions;
     PruneResult result;
     for (const auto& entry : fs::directory_iterator(fs::path(state_dir) / "sessions", ec)) {
-        fs::path out = entry.path() / "tool-output";
+        const fs::path out = entry.path() / "tool-output";
         if (!fs::is_directory(out, ec)) {
             continue;
         }
-        SessionUse use{out, fs::last_write_time(out, ec), 0, {}};
+        SessionUse use{entry.path(), fs::last_write_time(out, ec), 0};
         for (const auto& file : fs::recursive_directory_iterator(out, ec)) {
             if (file.is_regular_file(ec)) {
                 use.bytes += file.file_size(ec);
             }
         }
         result.kept += use.bytes;
-        use.lock.reset(
-            ::open(entry.path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-        if (use.lock && ::flock(use.lock.get(), LOCK_SH | LOCK_NB) == 0) {
-            ended.push_back(std::move(use));
-        }
+        sessions.push_back(std::move(use));
     }
-    std::sort(ended.begin(), ended.end(),
+    std::sort(sessions.begin(), sessions.end(),
               [](const SessionUse& a, const SessionUse& b) { return a.mtime < b.mtime; });
-    for (const auto& session : ended) {
+    for (const auto& session : sessions) {
         if (result.kept <= cap_bytes && result.freed >= at_least) {
             break;
         }
-        for (const auto& file : fs::directory_iterator(session.dir, ec)) {
+        // Only a session that has ended: its lock is free (open_session_dir holds it for the
+        // session's life), and holding it here keeps the session from resuming meanwhile.
+        UniqueFd lock(::open(session.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!lock || ::flock(lock.get(), LOCK_SH | LOCK_NB) != 0) {
+            continue;
+        }
+        for (const auto& file : fs::directory_iterator(session.dir / "tool-output", ec)) {
             fs::remove_all(file.path(), ec);
         }
         result.kept -= std::min(result.kept, session.bytes);
