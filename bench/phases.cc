@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
         if (ns) {
             measure("make_idmapped_tree (open_tree + MOUNT_ATTR_IDMAP)", runs,
                     [&](std::string* why) {
-                        auto tree = sb::make_idmapped_tree(workspace, ns->get());
+                        auto tree = sb::make_idmapped_tree(workspace, -1, ns->get());
                         if (!tree) {
                             *why = tree.error().message;
                         }

@@ -237,6 +237,29 @@ int clone_tree(int fd, const char* path, unsigned int flags) noexcept {
     return tree < 0 ? -errno : static_cast<int>(tree);
 }
 
+// A source the supervisor opened (`opened`, from its own mount namespace, which open_tree may
+// not clone from here): the same directory, reached by `path` in this mount namespace. Its
+// device and inode must be those of `opened`, so a path that was renamed away or replaced by a
+// symlink since fails (ESTALE) rather than binding what it leads to now. The tree or -errno.
+int capture_opened(const char* path, int opened) noexcept {
+    // SAFETY: open, fstat, close and open_tree are plain syscalls on caller-made strings.
+    const int at = ::open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (at < 0) {
+        return -errno;
+    }
+    struct stat want {};
+    struct stat got {};
+    int err = 0;
+    if (::fstat(opened, &want) != 0 || ::fstat(at, &got) != 0) {
+        err = errno;
+    } else if (want.st_dev != got.st_dev || want.st_ino != got.st_ino) {
+        err = ESTALE;
+    }
+    const int tree = err == 0 ? clone_tree(at, "", AT_EMPTY_PATH | AT_RECURSIVE) : -err;
+    ::close(at);
+    return tree;
+}
+
 // The private tmpfs the masks come from: an empty file and an empty directory, both mode 000.
 // Made once, on the first mask, detached (it is never mounted anywhere but under masks).
 int make_mask_fs(ChildPlan& plan) noexcept {
@@ -476,9 +499,11 @@ void assemble_root(ChildPlan& plan) noexcept {
         if (plan.prepared_fds[i] >= 0) {
             continue;
         }
-        int fd = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.mounts.sources[i].c_str(),
-                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+        const int opened = plan.mounts.source_fds[i];
+        int fd = opened >= 0 ? capture_opened(plan.mounts.sources[i].c_str(), opened)
+                             : clone_tree(AT_FDCWD, plan.mounts.sources[i].c_str(), AT_RECURSIVE);
         if (fd < 0) {
+            errno = -fd;
             // Optional sources (image files a host may lack) are skipped; others fail.
             bool optional = false;
             for (const auto& op : plan.mounts.ops) {
@@ -490,7 +515,7 @@ void assemble_root(ChildPlan& plan) noexcept {
                 fail(plan, ChildStep::kCaptureSource, errno, static_cast<int>(i));
             }
         }
-        plan.source_fds[i] = fd;
+        plan.source_fds[i] = fd < 0 ? -1 : fd;
     }
     // Sources are captured with the caller's access; from here on files are created, so the
     // filesystem ids must be mapped in the new user namespace.

@@ -30,6 +30,19 @@ Status write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t insid
     return {};
 }
 
+Result<UniqueFd> detached_tree(const std::string& source, int source_fd) {
+    const long fd =
+        source_fd >= 0
+            ? ::syscall(SYS_open_tree, source_fd, "",
+                        AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE)
+            : ::syscall(SYS_open_tree, AT_FDCWD, source.c_str(),
+                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0) {
+        return errno_error(fmt::format("open_tree \"{}\"", source), errno);
+    }
+    return UniqueFd(static_cast<int>(fd));
+}
+
 namespace {
 
 // The holder of a new user namespace: it blocks until the pipe's write end is closed, then
@@ -85,13 +98,8 @@ Result<UniqueFd> make_userns_fd(uid_t disk_uid, uid_t kernel_uid, gid_t disk_gid
     return ns;
 }
 
-Result<UniqueFd> make_idmapped_tree(const std::string& source, int userns_fd) {
-    int fd = static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, source.c_str(),
-                                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-    if (fd < 0) {
-        return errno_error(fmt::format("open_tree \"{}\"", source), errno);
-    }
-    UniqueFd tree(fd);
+Result<UniqueFd> make_idmapped_tree(const std::string& source, int source_fd, int userns_fd) {
+    ASSIGN_OR_RETURN(UniqueFd tree, detached_tree(source, source_fd));
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP;
     attr.userns_fd = static_cast<__u64>(static_cast<unsigned int>(userns_fd));

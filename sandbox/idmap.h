@@ -20,8 +20,14 @@ Status write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t insid
 // short-lived child that never execs.
 Result<UniqueFd> make_userns_fd(uid_t disk_uid, uid_t kernel_uid, gid_t disk_gid, gid_t kernel_gid);
 
-// A detached copy of the tree at `source` in which files owned by the userns' inside ids
-// appear owned by its outside ids (mount_setattr MOUNT_ATTR_IDMAP). Needs host root.
-Result<UniqueFd> make_idmapped_tree(const std::string& source, int userns_fd);
+// A detached copy (open_tree OPEN_TREE_CLONE, recursive) of the tree at `source`, or of the
+// directory `source_fd` when it is not -1 (`source` then only names it in errors). Needs
+// CAP_SYS_ADMIN over the caller's mount namespace.
+Result<UniqueFd> detached_tree(const std::string& source, int source_fd);
+
+// A detached copy of the tree at `source` (or of the directory `source_fd`, when it is not -1:
+// `source` then only names it) in which files owned by the userns' inside ids appear owned by
+// its outside ids (mount_setattr MOUNT_ATTR_IDMAP). Needs host root.
+Result<UniqueFd> make_idmapped_tree(const std::string& source, int source_fd, int userns_fd);
 
 }  // namespace stockade::sandbox

@@ -50,7 +50,7 @@ long create_ruleset(const RulesetAttr* attr, size_t size, uint32_t flags) noexce
 // Adds one path-beneath rule. Returns 0, or an errno.
 int add_path_rule(int ruleset_fd, const LandlockRule& rule, uint64_t handled) noexcept {
     // SAFETY: open/fstat/close/landlock_add_rule are syscalls; c_str() does not allocate.
-    int fd = ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);
+    int fd = rule.fd >= 0 ? rule.fd : ::open(rule.path.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0) {
         return errno == ENOENT && rule.optional ? 0 : errno;
     }
@@ -71,7 +71,9 @@ int add_path_rule(int ruleset_fd, const LandlockRule& rule, uint64_t handled) no
             err = rc < 0 ? errno : 0;
         }
     }
-    (void)::close(fd);
+    if (fd != rule.fd) {
+        (void)::close(fd);
+    }
     return err;
 }
 

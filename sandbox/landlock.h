@@ -54,6 +54,7 @@ struct LandlockRule {
     std::string path;       // absolute, inside the sandbox's view
     uint64_t access = 0;    // LANDLOCK_ACCESS_FS_* allowed beneath path
     bool optional = false;  // skip when the path does not exist
+    int fd = -1;            // when >= 0: the rule's directory itself (`path` only names it)
 };
 
 struct LandlockPlan {

@@ -213,6 +213,15 @@ Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec&
                                      plan.cwd, errno_string(e.err)),
                          e.err};
         case ChildStep::kCaptureSource:
+            if (e.index >= 0 && index < plan.mounts.sources.size() && e.err == ESTALE &&
+                plan.mounts.source_fds[index] >= 0) {
+                return Error{Errc::kFailedPrecondition,
+                             fmt::format("sandbox setup: bind \"{}\": the directory that was "
+                                         "opened at that path has been moved, removed or "
+                                         "replaced since; open a new session on it",
+                                         plan.mounts.sources[index]),
+                             e.err};
+            }
             if (e.index >= 0 && index < plan.mounts.sources.size()) {
                 return errno_error(
                     fmt::format("sandbox setup: bind \"{}\"", plan.mounts.sources[index]), e.err);
@@ -526,7 +535,9 @@ Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
         std::vector<bool> is_dir;
         for (const auto& bind : spec.binds) {
             struct stat st {};
-            is_dir.push_back(::stat(bind.source.c_str(), &st) != 0 || S_ISDIR(st.st_mode));
+            const int rc = bind.source_fd >= 0 ? ::fstat(bind.source_fd, &st)
+                                               : ::stat(bind.source.c_str(), &st);
+            is_dir.push_back(rc != 0 || S_ISDIR(st.st_mode));
         }
         plan.mounts = make_mount_plan(spec, is_dir);
         plan.staging = kStaging;
@@ -566,6 +577,15 @@ Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
             landlock.abi,
             LandlockPaths{.writable = spec.writable_paths, .readable = spec.readable_paths});
         plan.landlock.exec_fd = spec.exec_fd;
+        // Without a mount namespace the rules' paths are the host's, which a sandbox may have
+        // changed: a rule on a bind the caller opened is given that directory itself.
+        for (LandlockRule& rule : plan.landlock.rules) {
+            for (const Bind& bind : spec.binds) {
+                if (!userns && bind.source_fd >= 0 && bind.target == rule.path) {
+                    rule.fd = bind.source_fd;
+                }
+            }
+        }
     }
     if (plan.as_pid1) {
         ProcessBlocks blocks = read_process_blocks();
@@ -620,13 +640,14 @@ Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildP
         if (op.kind != MountOpKind::kBind || !op.writable || op.device) {
             continue;
         }
+        const int source_fd = plan.mounts.source_fds[static_cast<size_t>(op.source_index)];
         struct stat st {};
-        if (::stat(op.data.c_str(), &st) != 0) {
+        if ((source_fd >= 0 ? ::fstat(source_fd, &st) : ::stat(op.data.c_str(), &st)) != 0) {
             return errno_error(fmt::format("stat \"{}\"", op.data), errno);
         }
         ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid, st.st_gid,
                                                      spec.identity.host_gid));
-        auto tree = make_idmapped_tree(op.data, ns.get());
+        auto tree = make_idmapped_tree(op.data, source_fd, ns.get());
         if (!tree) {
             return std::move(tree).error().wrap(
                 "present the workspace with its owner (idmapped mount)");
@@ -638,18 +659,15 @@ Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildP
         if (plan.prepared_fds[i] >= 0) {
             continue;
         }
-        const int fd =
-            static_cast<int>(::syscall(SYS_open_tree, AT_FDCWD, plan.mounts.sources[i].c_str(),
-                                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-        if (fd < 0) {
-            if (errno == ENOENT) {
+        auto tree = detached_tree(plan.mounts.sources[i], plan.mounts.source_fds[i]);
+        if (!tree) {
+            if (tree.error().sys_errno == ENOENT) {
                 continue;
             }
-            return errno_error(fmt::format("sandbox setup: bind \"{}\"", plan.mounts.sources[i]),
-                               errno);
+            return std::move(tree).error().wrap("sandbox setup: bind");
         }
-        plan.prepared_fds[i] = fd;
-        trees.emplace_back(fd);
+        plan.prepared_fds[i] = tree->get();
+        trees.push_back(std::move(tree).value());
     }
     return trees;
 }

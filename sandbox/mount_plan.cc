@@ -56,6 +56,7 @@ MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& sour
     auto add_bind = [&](size_t i) {
         const Bind& bind = spec.binds[i];
         plan.sources.push_back(bind.source);
+        plan.source_fds.push_back(bind.source_fd);
         plan.ops.push_back(MountOp{.kind = MountOpKind::kBind,
                                    .target = bind.target,
                                    .data = bind.source,
@@ -97,6 +98,7 @@ MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& sour
     for (const char* dev : {"null", "zero", "full", "random", "urandom", "tty"}) {
         std::string path = fmt::format("/dev/{}", dev);
         plan.sources.push_back(path);
+        plan.source_fds.push_back(-1);
         plan.ops.push_back(MountOp{.kind = MountOpKind::kBind,
                                    .target = path,
                                    .data = path,

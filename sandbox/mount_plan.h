@@ -42,7 +42,10 @@ struct MountOp {
 
 struct MountPlan {
     std::vector<std::string> sources;  // host paths to capture before the root is built
-    std::vector<MountOp> ops;          // in execution order
+    // Per source: the descriptor it was opened by (Bind::source_fd), which is what is captured
+    // (the path must still lead to that very directory), or -1: the path itself.
+    std::vector<int> source_fds;
+    std::vector<MountOp> ops;  // in execution order
 };
 
 // Files below /proc that are masked, and the directories made read-only, as Docker does.

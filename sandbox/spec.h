@@ -40,6 +40,12 @@ struct Bind {
     std::string target{};
     bool writable = false;
     bool optional = false;  // skip silently when the source does not exist (image files)
+    // A directory the caller opened (a workspace, a spill directory: trees a sandbox or a tenant
+    // can change), which stays open until the launch returns. What is bound is this directory,
+    // whatever `source` names by then: `source` only names it in messages, and a source path that
+    // no longer leads to it fails the launch. At levels without a mount namespace, a Landlock
+    // rule on `target` is given this descriptor rather than the path. -1: bind `source` itself.
+    int source_fd = -1;
 };
 
 // A file the launcher writes into the sandbox's read-only root (e.g. /etc/passwd).

@@ -85,11 +85,11 @@ TEST(LandlockPlanTest, DefaultReadsEverythingAndWritesOnlyWhereAllowed) {
     const LandlockPlan plan =
         make_landlock_plan(7, {.writable = {"/work", "/tmp"}, .readable = {}});
     EXPECT_EQ(plan.abi, 7);
-    EXPECT_THAT(
-        plan.rules,
-        ElementsAre(FieldsAre("/", kLandlockReadAccess, false), FieldsAre("/dev", kDev, true),
-                    FieldsAre("/proc", kLandlockReadAccess, true),
-                    FieldsAre("/work", 0xffffU, false), FieldsAre("/tmp", 0xffffU, false)));
+    EXPECT_THAT(plan.rules, ElementsAre(FieldsAre("/", kLandlockReadAccess, false, -1),
+                                        FieldsAre("/dev", kDev, true, -1),
+                                        FieldsAre("/proc", kLandlockReadAccess, true, -1),
+                                        FieldsAre("/work", 0xffffU, false, -1),
+                                        FieldsAre("/tmp", 0xffffU, false, -1)));
 }
 
 TEST(LandlockPlanTest, ReadablePathsReplaceTheRootAndRightsAreMaskedToTheAbi) {
@@ -97,11 +97,11 @@ TEST(LandlockPlanTest, ReadablePathsReplaceTheRootAndRightsAreMaskedToTheAbi) {
         make_landlock_plan(3, {.writable = {"/work"}, .readable = {"/usr", "/etc"}});
     const uint64_t abi3 = kAbi1 | LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE;
     EXPECT_THAT(plan.rules,
-                ElementsAre(FieldsAre("/usr", kLandlockReadAccess, true),
-                            FieldsAre("/etc", kLandlockReadAccess, true),
-                            FieldsAre("/dev", kDev & ~LANDLOCK_ACCESS_FS_IOCTL_DEV, true),
-                            FieldsAre("/proc", kLandlockReadAccess, true),
-                            FieldsAre("/work", abi3, false)));
+                ElementsAre(FieldsAre("/usr", kLandlockReadAccess, true, -1),
+                            FieldsAre("/etc", kLandlockReadAccess, true, -1),
+                            FieldsAre("/dev", kDev & ~LANDLOCK_ACCESS_FS_IOCTL_DEV, true, -1),
+                            FieldsAre("/proc", kLandlockReadAccess, true, -1),
+                            FieldsAre("/work", abi3, false, -1)));
     for (const LandlockRule& rule : plan.rules) {
         EXPECT_EQ(rule.access & ~plan.handled_fs, 0U) << rule.path;
     }
