@@ -41,6 +41,9 @@ const tenants = ['alpha', 'beta', 'gamma'].map((name, i) => {
     fs.mkdirSync(root);
     fs.writeFileSync(path.join(root, 'file.txt'), `${lines}\n`);
     const token = crypto.randomBytes(32).toString('hex');
+    if (ROOT) {  // as root, a tenant's root belongs to one of its host uids
+        for (const p of [root, path.join(root, 'file.txt')]) fs.chownSync(p, 1700000000 + i * 100000, 1700000000 + i * 100000);
+    }
     return {
         token,
         entry: {

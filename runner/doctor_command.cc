@@ -117,7 +117,9 @@ PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
         empty_dir = workspace = tmpl;
         facts.without_workspace = true;
     }
-    auto loaded = load_policy(flags, workspace, facts.warnings);
+    auto dir = HostDir::open(workspace);
+    auto loaded = dir ? load_policy(flags, *dir, facts.warnings)
+                      : Result<policy::Policy>(std::move(dir).error());
     if (!empty_dir.empty()) {
         (void)::rmdir(empty_dir.c_str());
     }

@@ -1,10 +1,14 @@
 #include "runner/git_index.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <map>
 
 #include <fmt/format.h>
 
 #include "common/syscall.h"
+#include "workspace/open_beneath.h"
 
 namespace stockade::runner {
 
@@ -107,12 +111,19 @@ Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
 }
 
 std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
-                                             const std::string& workspace) {
+                                             const HostDir& workspace) {
     std::vector<std::string> warnings;
     if (!policy.has_file_rules()) {
         return warnings;
     }
-    auto bytes = read_file(workspace + "/.git/index", kMaxIndexBytes);
+    // Beneath the workspace's descriptor, and never a FIFO or device planted there (O_NONBLOCK:
+    // opening one must not block the supervisor).
+    auto fd = workspace::open_beneath(workspace.fd(), ".git/index", O_RDONLY | O_NONBLOCK);
+    struct stat st {};
+    if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return warnings;
+    }
+    auto bytes = read_all(fd->get(), kMaxIndexBytes);
     if (!bytes) {
         return warnings;
     }
@@ -129,7 +140,7 @@ std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
         const policy::RequestOutcome outcome =
             policy.evaluate_one({.kind = policy::CapabilityKind::kFileRead,
                                  .tool = "read",
-                                 .path = workspace + "/" + path});
+                                 .path = workspace.path() + "/" + path});
         if (outcome.before_mode != policy::Decision::kDeny || !outcome.rule) {
             continue;
         }

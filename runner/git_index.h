@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/host_dir.h"
 #include "common/result.h"
 #include "policy/policy.h"
 
@@ -18,9 +19,10 @@ namespace stockade::runner {
 Result<std::vector<std::string>> parse_git_index(std::string_view bytes);
 
 // One warning per Read deny rule that denies tracked files of the repository at `workspace`
-// (its .git/index): which rule, how many files, the first few. Empty when there is no index,
-// no such file or no such rule.
+// (its .git/index, read beneath the workspace's descriptor): which rule, how many files, the
+// first few. Empty when there is no index (or it is not a regular file), no such file or no
+// such rule.
 std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
-                                             const std::string& workspace);
+                                             const HostDir& workspace);
 
 }  // namespace stockade::runner

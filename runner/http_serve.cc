@@ -24,6 +24,7 @@
 #include "runner/mcp/http_server.h"
 #include "runner/session.h"
 #include "runner/state_dir.h"
+#include "runner/tenant_roots.h"
 #include "runner/tenants.h"
 
 namespace stockade::runner {
@@ -51,33 +52,22 @@ Result<std::vector<Sha256Digest>> read_token_hashes(const std::string& path,
     return hashes;
 }
 
-std::string absolute(const std::string& path) {
-    char* real = ::realpath(path.c_str(), nullptr);
-    if (real == nullptr) {
-        return path;
-    }
-    std::string out(real);
-    ::free(real);  // NOLINT(cppcoreguidelines-no-malloc): realpath's buffer
-    return out;
-}
-
-bool valid_component(std::string_view part) {
-    return !part.empty() && part.size() <= 255 && part != "." && part != ".." &&
-           std::all_of(part.begin(), part.end(), [](char c) {
-               return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '.' || c == '_' || c == '-';
-           });
-}
-
-// Serves the tenants: who a token is, and each session opened as the tenant's limits say.
+// Serves the tenants: who a token is, and each session opened as the tenant's limits say, in a
+// workspace resolved beneath the tenant's root by descriptor (runner/tenant_roots.h).
 class TenantBackend final : public mcp::HttpBackend {
 public:
-    TenantBackend(TenantsConfig config, std::vector<Sha256Digest> admin, const ServeOptions& base)
+    // `roots`: each tenant's workspace root, opened, in the order of the config's tenants.
+    // `state`: the state directory, opened.
+    TenantBackend(TenantsConfig config, std::vector<HostDir> roots, HostDir state,
+                  std::vector<Sha256Digest> admin, const ServeOptions& base)
         : config_(std::move(config)),
+          roots_(std::move(roots)),
+          state_(std::move(state)),
           admin_(std::move(admin)),
           base_(base),
           no_auth_(base.no_auth),
-          from_file_(!base.tenants.empty()) {
+          from_file_(!base.tenants.empty()),
+          owned_by_tenants_(from_file_ && current_caller().privileged) {
         for (const Tenant& tenant : config_.tenants) {
             http_.push_back(mcp::HttpTenant{.name = tenant.name,
                                             .max_sessions = tenant.limits.sessions,
@@ -86,15 +76,17 @@ public:
                                             .idle_ttl = tenant.limits.idle_ttl,
                                             .max_lifetime = tenant.limits.max_lifetime});
         }
+        for (std::size_t i = 0; i < roots_.size(); ++i) {
+            places_.push_back(TenantRoot{config_.tenants[i].name, roots_[i].path()});
+        }
     }
 
     [[nodiscard]] const TenantsConfig& config() const { return config_; }
 
-    // Each tenant's state directory, its disk pool (what its sessions' tool output may hold
-    // together, ended sessions' included: they are pruned, oldest first, when the pool needs
-    // room, and at this start) and its meters.
+    // Each tenant's state directory (beneath the state directory, by descriptor), its disk pool
+    // (what its sessions' tool output may hold together, ended sessions' included: they are
+    // pruned, oldest first, when the pool needs room, and at this start) and its meters.
     Status prepare() {
-        const std::string root = base_.state_dir.empty() ? default_state_dir() : base_.state_dir;
         for (const Tenant& tenant : config_.tenants) {
             const std::string& limit =
                 tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk;
@@ -108,14 +100,15 @@ public:
                 }
                 cap = *size;
             }
-            ASSIGN_OR_RETURN(
-                std::string dir,
-                resolve_state_dir(from_file_ ? root + "/tenants/" + tenant.name : root));
+            HostDir dir = state_;
+            if (from_file_) {
+                ASSIGN_OR_RETURN(dir, open_state_subdir(state_, {"tenants", tenant.name}));
+            }
             const PruneResult pruned = prune_tool_outputs(dir, cap);
             auto reclaim = [dir](uint64_t need) {
                 return prune_tool_outputs(dir, UINT64_MAX, need).freed;
             };
-            shared_.push_back(Shared{.state_dir = dir,
+            shared_.push_back(Shared{.state = dir,
                                      .disk = std::make_shared<DiskPool>(cap, pruned.kept, reclaim),
                                      .meters = std::make_shared<SessionMeters>()});
         }
@@ -163,8 +156,9 @@ public:
                                                         const std::string& workspace) override {
         const Tenant& tenant =
             config_.tenants.at(static_cast<std::size_t>(&http_tenant - http_.data()));
-        ASSIGN_OR_RETURN(std::string dir, session_workspace(tenant.workspace_root, workspace));
+        ASSIGN_OR_RETURN(HostDir dir, tenant_workspace(tenant, workspace));
         RunOptions sandbox = base_.sandbox;
+        sandbox.workspace_dir = dir;
         for (const auto& [value, flag] :
              {std::pair{&tenant.limits.memory, &sandbox.memory},
               std::pair{&tenant.limits.pids, &sandbox.pids},
@@ -187,13 +181,14 @@ public:
         policy.deny.insert(policy.deny.end(), tenant.deny.begin(), tenant.deny.end());
         const Shared& shared = shared_.at(index(tenant));
         auto session = runner::open_session(
-            dir, shared.state_dir, "", base_.process_log_cap,
+            dir.path(), "", "", base_.process_log_cap,
             tenant.limits.disk.empty() ? base_.output_budget : tenant.limits.disk, policy, sandbox,
             base_.structured_content, [&](SessionConfig& config) {
                 if (from_file_ && config_.cpu_weighted()) {  // its sandboxes share its weight
                     config.sandbox.limits.group = "tenant-" + tenant.name;
                     config.sandbox.limits.group_cpu_weight = tenant.limits.cpu_weight.value_or(100);
                 }
+                config.state = shared.state;
                 config.disk_pool = shared.disk;
                 config.meters = shared.meters;
                 config.prune_outputs = false;  // the pool reclaims ended sessions' output
@@ -204,7 +199,7 @@ public:
         RETURN_IF_ERROR((*session)->start_worker());
         SPDLOG_LOGGER_INFO(log::get("runner"),
                            "session opened tenant={} session={} id={} workspace={}", tenant.name,
-                           session_id.substr(0, 12), (*session)->paths().id, dir);
+                           session_id.substr(0, 12), (*session)->paths().id, dir.path());
         return std::unique_ptr<mcp::ToolHost>(std::move(*session));
     }
 
@@ -213,19 +208,60 @@ private:
         return static_cast<std::size_t>(&tenant - config_.tenants.data());
     }
 
+    // The workspace of a session of `tenant` that asked for `name` (Stockade-Workspace):
+    // resolved beneath its root by descriptor, apart from every other root and the server's
+    // state, and owned by the tenant when serve runs as root with a tenants file.
+    Result<HostDir> tenant_workspace(const Tenant& tenant, const std::string& name) {
+        const HostDir& root = roots_.at(index(tenant));
+        DirCreation creation{.mode = 0750};
+        if (owned_by_tenants_) {
+            struct stat st {};
+            if (::fstat(root.fd(), &st) != 0) {
+                return errno_error(fmt::format("stat tenant {}'s workspace root", tenant.name),
+                                   errno);
+            }
+            creation.uid = st.st_uid;  // what serve creates there is the tenant's
+            creation.gid = st.st_gid;
+        }
+        ASSIGN_OR_RETURN(HostDir dir, session_workspace(root, name, creation));
+        RETURN_IF_ERROR(check_workspace_apart(dir.path(), tenant.name, places_, {state_.path()}));
+        if (owned_by_tenants_) {
+            struct stat st {};
+            if (::fstat(dir.fd(), &st) != 0) {
+                return errno_error("stat the session's workspace", errno);
+            }
+            if (std::string why = owner_problem(tenant, st.st_uid, dir.path()); !why.empty()) {
+                SPDLOG_LOGGER_WARN(log::get("runner"), "session refused tenant={}: {}", tenant.name,
+                                   why);
+                return Error{Errc::kInvalidArgument,
+                             fmt::format("Stockade-Workspace \"{}\": the directory belongs to "
+                                         "uid {}, not to this tenant, so a session there could "
+                                         "write as another user; ask the operator to give it to "
+                                         "the tenant, or name another directory",
+                                         name, st.st_uid)};
+            }
+        }
+        return dir;
+    }
+
     struct Shared {
-        std::string state_dir;
+        HostDir state;
         std::shared_ptr<DiskPool> disk;
         std::shared_ptr<SessionMeters> meters;
     };
 
     const TenantsConfig config_;
+    const std::vector<HostDir> roots_;   // one per tenant, in the same order: opened at start
+    std::vector<TenantRoot> places_;     // their real paths, for check_workspace_apart
+    const HostDir state_;                // the state directory
     std::vector<mcp::HttpTenant> http_;  // one per tenant, in the same order
     std::vector<Shared> shared_;         // one per tenant, in the same order (prepare)
     const std::vector<Sha256Digest> admin_;
     const ServeOptions& base_;
     const bool no_auth_;
     const bool from_file_;  // --tenants; else the one default tenant of the command line
+    // Root with a tenants file: roots and session workspaces belong to the tenants' uids.
+    const bool owned_by_tenants_;
 };
 
 // What serve tells its operator whatever the log level: text on stderr, or in --log-format json
@@ -249,37 +285,6 @@ int fail(const std::string& message, int code) {
 }
 
 }  // namespace
-
-Result<std::string> session_workspace(const std::string& root, const std::string& name) {
-    if (name.empty()) {
-        return root;
-    }
-    std::string dir = root;
-    std::string_view rest = name;
-    while (!rest.empty()) {
-        const auto slash = rest.find('/');
-        const std::string_view part = rest.substr(0, slash);
-        if (!valid_component(part)) {
-            return Error{Errc::kInvalidArgument,
-                         "Stockade-Workspace \"" + name +
-                             "\": give a relative path of names made of letters, digits, '.', "
-                             "'_' and '-' (no '..'), e.g. projects/api"};
-        }
-        dir += "/";
-        dir += part;
-        if (::mkdir(dir.c_str(), 0750) != 0 && errno != EEXIST) {
-            return errno_error("create the session's workspace " + dir, errno);
-        }
-        rest = slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-    }
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        return Error{Errc::kInvalidArgument, "Stockade-Workspace \"" + name +
-                                                 "\" is not a directory under the tenant's "
-                                                 "workspace root"};
-    }
-    return dir;
-}
 
 int token_hash_command() {
     std::string token;
@@ -341,7 +346,7 @@ int http_serve_command(const ServeOptions& options) {
         Tenant tenant;
         tenant.name = "default";
         tenant.limits.sessions = std::max<std::size_t>(1, options.max_sessions);
-        tenant.workspace_root = absolute(options.workspace.empty() ? "." : options.workspace);
+        tenant.workspace_root = options.workspace.empty() ? "." : options.workspace;
         if (!options.token_file.empty()) {
             auto hashes = read_token_hashes(options.token_file, "--token-file");
             if (!hashes) {
@@ -351,13 +356,40 @@ int http_serve_command(const ServeOptions& options) {
         }
         config.tenants.push_back(std::move(tenant));
     }
+    // The trusted roots, opened once: the tenants' workspace roots and the state directory.
+    // Everything a session works in is resolved beneath them by descriptor.
+    auto state =
+        resolve_state_dir(options.state_dir.empty() ? default_state_dir() : options.state_dir);
+    if (!state) {
+        return fail(state.error().message, kExitSetupFailed);
+    }
+    const bool owned_by_tenants = !options.tenants.empty() && current_caller().privileged;
+    std::vector<HostDir> roots;
+    std::vector<TenantRoot> places;
     for (const Tenant& tenant : config.tenants) {
-        struct stat st {};
-        if (::stat(tenant.workspace_root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-            return fail("tenant " + tenant.name + ": workspace root " + tenant.workspace_root +
-                            " is not a directory",
+        auto root = HostDir::open(tenant.workspace_root);
+        if (!root) {
+            return fail(fmt::format("tenant {}: workspace root {} is not a directory that can be "
+                                    "opened ({}): create it, or fix workspace_root",
+                                    tenant.name, tenant.workspace_root,
+                                    errno_string(root.error().sys_errno)),
                         kExitUsage);
         }
+        if (owned_by_tenants) {
+            struct stat st {};
+            if (::fstat(root->fd(), &st) != 0) {
+                return fail(errno_error("stat " + root->path(), errno).message, kExitSetupFailed);
+            }
+            if (std::string why = owner_problem(tenant, st.st_uid, root->path()); !why.empty()) {
+                return fail(fmt::format("tenant {}: workspace root {}", tenant.name, why),
+                            kExitUsage);
+            }
+        }
+        places.push_back(TenantRoot{tenant.name, root->path()});
+        roots.push_back(std::move(root).value());
+    }
+    if (auto apart = check_roots_apart(places, {state->path()}); !apart) {
+        return fail(apart.error().message, kExitUsage);
     }
     std::vector<Sha256Digest> admin;
     if (!options.admin_token_file.empty()) {
@@ -367,7 +399,8 @@ int http_serve_command(const ServeOptions& options) {
         }
         admin = std::move(*hashes);
     }
-    TenantBackend backend(std::move(config), std::move(admin), options);
+    TenantBackend backend(std::move(config), std::move(roots), std::move(state).value(),
+                          std::move(admin), options);
     if (auto prepared = backend.prepare(); !prepared) {
         return fail(prepared.error().message, prepared.error().code == Errc::kInvalidArgument
                                                   ? kExitUsage

@@ -20,10 +20,4 @@ int http_serve_command(const ServeOptions& options);
 // hex SHA-256 a --token-file or tenants file holds.
 int token_hash_command();
 
-// The workspace of a session of a tenant whose workspace root is `root`: the root itself, or,
-// when the client's Stockade-Workspace header names one, that directory under it (created when
-// missing). `name` is relative, of components made of [A-Za-z0-9._-], none "." or "..";
-// anything else is kInvalidArgument.
-Result<std::string> session_workspace(const std::string& root, const std::string& name);
-
 }  // namespace stockade::runner

@@ -21,19 +21,21 @@ namespace {
 constexpr int kExitDenied = 1;
 constexpr int kExitAsk = 3;
 
-Result<std::string> absolute_workspace(const std::string& workspace) {
-    char resolved[PATH_MAX];
-    std::string ws = workspace.empty() ? "." : workspace;
-    if (::realpath(ws.c_str(), resolved) == nullptr) {
-        return Error{Errc::kNotFound, fmt::format("workspace \"{}\" does not exist", ws)};
+Result<HostDir> open_workspace(const std::string& workspace) {
+    const std::string ws = workspace.empty() ? "." : workspace;
+    auto opened = HostDir::open(ws);
+    if (!opened) {
+        return Error{Errc::kNotFound,
+                     fmt::format("workspace \"{}\" is not a directory that can be opened: {}", ws,
+                                 errno_string(opened.error().sys_errno))};
     }
-    return std::string(resolved);
+    return opened;
 }
 
 }  // namespace
 
 int policy_check_command(const PolicyCheckOptions& options) {
-    auto ws = absolute_workspace(options.workspace);
+    auto ws = open_workspace(options.workspace);
     if (!ws) {
         fmt::print(stderr, "stockade policy check: {}\n", ws.error().message);
         return kExitUsage;
@@ -50,9 +52,10 @@ int policy_check_command(const PolicyCheckOptions& options) {
                                       .origin = file,
                                       .text = std::move(text).value(),
                                       .base_dir = {}};
-        const policy::RuleAnchors anchors{.workspace_root = *ws,
-                                          .home = policy_home(),
-                                          .settings_dir = policy::settings_base_dir(source, *ws)};
+        const policy::RuleAnchors anchors{
+            .workspace_root = ws->path(),
+            .home = policy_home(),
+            .settings_dir = policy::settings_base_dir(source, ws->path())};
         auto parsed = policy::parse_settings(source, anchors);
         if (!parsed) {
             fmt::print("{}\n", parsed.error().message);
@@ -70,7 +73,8 @@ int policy_check_command(const PolicyCheckOptions& options) {
         // file, not the repository's history of it.
         const std::vector<policy::SettingsSource> alone = {source};
         if (auto policy = policy::Policy::load(
-                alone, policy::PolicyOptions{.workspace_root = *ws, .home = policy_home()})) {
+                alone,
+                policy::PolicyOptions{.workspace_root = ws->path(), .home = policy_home()})) {
             for (const auto& warning : git_tracked_denials(*policy, *ws)) {
                 fmt::print("{}: warning: {}\n", file, warning);
             }
@@ -100,7 +104,7 @@ int exit_status(policy::Decision decision) {
 
 // `stockade policy explain network HOST[:PORT]`: the decision the allowlist proxy would get for
 // a connection to HOST on PORT.
-int explain_network(const PolicyExplainOptions& options, const std::string& ws) {
+int explain_network(const PolicyExplainOptions& options, const HostDir& ws) {
     auto request = policy::connection_request(options.arguments);
     if (!request) {
         fmt::print(stderr, "stockade policy explain network: {}\n", request.error().message);
@@ -128,7 +132,7 @@ int explain_network(const PolicyExplainOptions& options, const std::string& ws) 
 }  // namespace
 
 int policy_explain_command(const PolicyExplainOptions& options) {
-    auto ws = absolute_workspace(options.workspace);
+    auto ws = open_workspace(options.workspace);
     if (!ws) {
         fmt::print(stderr, "stockade policy explain: {}\n", ws.error().message);
         return kExitUsage;
@@ -168,7 +172,7 @@ int policy_explain_command(const PolicyExplainOptions& options) {
     }
     // As `serve` with the default --network none would analyse the call.
     const auto requests = (*call)->capabilities(
-        session_request_context(*ws, session_network(*loaded, sandbox::NetworkMode::kNone)));
+        session_request_context(ws->path(), session_network(*loaded, sandbox::NetworkMode::kNone)));
     const std::optional<policy::Explanation> explained =
         policy::explain_call(*loaded, options.tool, requests, (*call)->warnings());
     if (options.json) {

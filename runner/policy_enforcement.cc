@@ -16,6 +16,7 @@
 
 #include "common/syscall.h"
 #include "common/unique_fd.h"
+#include "workspace/open_beneath.h"
 
 namespace stockade::runner {
 namespace {
@@ -28,9 +29,9 @@ using policy::Decision;
 // all are, a new entry would be too, and the directory is protected whole.
 constexpr const char* kProbeNames[] = {"stockade-probe", ".stockade-probe.txt"};
 
-// The defaults, relative to the workspace: an agent must not plant a hook (or a
+// The defaults, in the workspace's .git: an agent must not plant a hook (or a
 // core.hooksPath, core.fsmonitor, filter driver...) that runs on the user's next git command.
-constexpr const char* kDefaultReadOnly[] = {".git/hooks", ".git/config"};
+constexpr const char* kDefaultReadOnly[] = {"hooks", "config"};  // in .git
 
 bool within(const std::string& path, const std::string& root) {
     return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
@@ -48,11 +49,12 @@ struct Protection {
 
 class Walker {
 public:
-    Walker(const policy::Policy& policy, std::string request_root, std::string real_root,
+    Walker(const policy::Policy& policy, std::string request_root, const HostDir& root,
            size_t max_entries)
         : policy_(policy),
           request_root_(std::move(request_root)),
-          real_root_(std::move(real_root)),
+          real_root_(root.path()),
+          root_fd_(root.fd()),
           max_entries_(max_entries) {
         // The rules that can make a file request a deny: deny rules, and ask rules where
         // nobody can approve. Most entries match none of them, which is checked first and
@@ -72,7 +74,7 @@ public:
     }
 
     Enforcement run() {
-        UniqueFd root(::open(real_root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        UniqueFd root(::openat(root_fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (!root.valid()) {
             out_.notes.push_back(
                 fmt::format("workspace \"{}\" cannot be read ({}): no path rule "
@@ -170,7 +172,8 @@ private:
             const std::string real_path = join(real_dir, name);
             const bool is_dir = S_ISDIR(st.st_mode);
             if (S_ISLNK(st.st_mode)) {
-                visit_link(request_path, real_path, under_read_only, through_link);
+                visit_link(fd, entry->d_name, request_path, real_path, under_read_only,
+                           through_link);
                 continue;
             }
             if (read_denied(request_path, is_dir)) {
@@ -230,27 +233,38 @@ private:
         return counts;
     }
 
-    // A symlink: what it points to is what a command reaches through it.
-    void visit_link(const std::string& request_path, const std::string& real_path,
-                    bool under_read_only, bool through_link) {
-        char resolved[PATH_MAX];
-        const bool resolves = ::realpath(real_path.c_str(), resolved) != nullptr;
-        const std::string target = resolves ? std::string(resolved) : std::string();
-        const bool inside = resolves && within(target, real_root_);
+    // A symlink (`name` in directory `dir_fd`): what it points to is what a command reaches
+    // through it. It is resolved beneath the workspace's descriptor, never through a host path,
+    // so a link that leaves the workspace is never followed.
+    void visit_link(int dir_fd, const char* name, const std::string& request_path,
+                    const std::string& real_path, bool under_read_only, bool through_link) {
+        const std::string relative = real_path.substr(real_root_.size() + 1);
+        auto target_fd = workspace::open_beneath(root_fd_, relative, O_PATH);
+        const int err = target_fd ? 0 : target_fd.error().sys_errno;
+        const bool dangling = err == ENOENT || err == ENOTDIR;
+        const bool inside = target_fd.has_value();
+        std::string target;
         struct stat st {};
+        if (inside) {
+            auto real = path_of_fd(target_fd->get());
+            target = real ? *real : std::string();
+        }
         const bool target_is_dir =
-            inside && ::stat(target.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+            inside && !target.empty() && ::fstat(target_fd->get(), &st) == 0 && S_ISDIR(st.st_mode);
         const bool read = read_denied(request_path, target_is_dir);
         const bool write = !read && !under_read_only && write_denied(request_path, target_is_dir);
         if (read || write) {
-            if (!resolves) {
+            if (dangling || (inside && target.empty())) {
                 return;  // dangling: nothing to protect
             }
             if (!inside) {
+                char text[PATH_MAX];
+                const ssize_t n = ::readlinkat(dir_fd, name, text, sizeof text - 1);
                 out_.notes.push_back(fmt::format(
                     "\"{}\" is a symlink to \"{}\", outside the workspace: not {} (the sandbox "
                     "shows that path only if it is bound in)",
-                    real_path, target, read ? "masked" : "made read-only"));
+                    real_path, n > 0 ? std::string(text, static_cast<size_t>(n)) : "?",
+                    read ? "masked" : "made read-only"));
                 return;
             }
             link_targets_.push_back(LinkTarget{target, read, target_is_dir});
@@ -259,7 +273,7 @@ private:
         // A directory inside the workspace, reached under another name: rules about paths
         // through the link must reach the real files. Once: links inside are not followed.
         if (target_is_dir && !through_link && !stopped_) {
-            UniqueFd sub(::open(target.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+            UniqueFd sub(::openat(target_fd->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
             if (sub.valid()) {
                 walk(sub.get(), request_path, target, under_read_only, true, false);
             }
@@ -294,7 +308,7 @@ private:
     }
 
     void add_defaults() {
-        for (std::string& path : git_metadata_paths(real_root_, out_.notes)) {
+        for (std::string& path : git_metadata_paths(root_fd_, real_root_, out_.notes)) {
             out_.read_only_paths.push_back(std::move(path));
         }
     }
@@ -345,6 +359,7 @@ private:
     std::vector<const policy::Rule*> write_rules_;
     const std::string request_root_;
     const std::string real_root_;
+    const int root_fd_;  // the workspace's (borrowed)
     const size_t max_entries_;
     size_t seen_ = 0;
     bool stopped_ = false;
@@ -357,20 +372,10 @@ private:
 
 }  // namespace
 
-Enforcement enforcement_for(const policy::Policy& policy, const std::string& workspace_root,
+Enforcement enforcement_for(const policy::Policy& policy, const HostDir& workspace,
                             size_t max_entries) {
-    const std::string request_root = policy::normalise_path(workspace_root, "/");
-    char resolved[PATH_MAX];
-    if (workspace_root.empty() || workspace_root.front() != '/' ||
-        ::realpath(request_root.c_str(), resolved) == nullptr) {
-        Enforcement out;
-        out.notes.push_back(
-            fmt::format("workspace \"{}\" cannot be resolved: no path rule is "
-                        "enforced in the sandbox",
-                        workspace_root));
-        return out;
-    }
-    return Walker(policy, request_root, resolved, max_entries).run();
+    return Walker(policy, policy::normalise_path(workspace.path(), "/"), workspace, max_entries)
+        .run();
 }
 
 void apply_enforcement(const Enforcement& enforcement, SandboxConfig& config) {
@@ -411,7 +416,7 @@ Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSet
             notes.push_back(fmt::format("{}: env {}: not set here; not passed", e.origin, e.value));
         }
     }
-    std::vector<std::string> visible = {config.workspace};
+    std::vector<std::string> visible = {config.workspace.path()};
     visible.insert(visible.end(), config.ro.begin(), config.ro.end());
     visible.insert(visible.end(), config.rw.begin(), config.rw.end());
     std::vector<std::string> mounted = visible;
@@ -435,7 +440,7 @@ Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSet
             }
             ASSIGN_OR_RETURN(std::string checked,
                              check_protected_path(fmt::format("{}: {}", e.origin, what), e.value,
-                                                  config.workspace, mounted));
+                                                  config.workspace.path(), mounted));
             into.push_back(std::move(checked));
         }
         return {};
@@ -447,13 +452,29 @@ Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSet
     return notes;
 }
 
-std::vector<std::string> git_metadata_paths(const std::string& workspace_root,
+std::vector<std::string> git_metadata_paths(const HostDir& workspace,
+                                            std::vector<std::string>& notes) {
+    return git_metadata_paths(workspace.fd(), workspace.path(), notes);
+}
+
+std::vector<std::string> git_metadata_paths(int workspace_fd, const std::string& workspace_root,
                                             std::vector<std::string>& notes) {
     std::vector<std::string> out;
-    for (const char* relative : kDefaultReadOnly) {
-        const std::string path = join(workspace_root, relative);
+    // .git itself a symlink (or a file: a worktree's) holds nothing of these here.
+    auto git = open_dir_beneath(workspace_fd, {".git"});
+    if (!git) {
+        if (git.error().sys_errno == ELOOP) {
+            notes.push_back(fmt::format(
+                "\"{}\" is a symlink: .git/hooks and .git/config are not made read-only (the "
+                "link itself could be replaced)",
+                join(workspace_root, ".git")));
+        }
+        return out;
+    }
+    for (const char* name : kDefaultReadOnly) {
+        const std::string path = fmt::format("{}/{}", join(workspace_root, ".git"), name);
         struct stat st {};
-        if (::lstat(path.c_str(), &st) != 0) {
+        if (::fstatat(git->get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             continue;
         }
         if (S_ISLNK(st.st_mode)) {

@@ -27,9 +27,10 @@ struct Enforcement {
     bool from_rules = false;
 };
 
-// Walks `workspace_root` (absolute; the root the policy was loaded with) without following
-// symlinks, except that a symlink to a directory inside the workspace is walked once under
-// its own name, so that rules about paths through it reach the real files. A path is masked
+// Walks `workspace` (the root the policy was loaded with) by descriptor, without following
+// symlinks, except that a symlink to a directory inside the workspace (resolved beneath the
+// workspace's descriptor) is walked once under its own name, so that rules about paths through
+// it reach the real files. A path is masked
 // when reading it is denied by a rule (Policy::evaluate_one on a file.read request of the read
 // tool: denied, and by a rule rather than by the preset's default; in ci and hosted modes an
 // ask rule counts, as nobody can approve); read-only when writing it is (file.write, edit
@@ -39,7 +40,7 @@ struct Enforcement {
 // workspace (else a note). Other names (hard links) of a protected file found in the walk are
 // protected too. Stops after `max_entries` entries with a note: what lies beyond is not
 // protected.
-Enforcement enforcement_for(const policy::Policy& policy, const std::string& workspace_root,
+Enforcement enforcement_for(const policy::Policy& policy, const HostDir& workspace,
                             size_t max_entries = 200000);
 
 // Adds the lists to `config` (masked_paths, read_only_paths), best effort when they hold
@@ -47,11 +48,15 @@ Enforcement enforcement_for(const policy::Policy& policy, const std::string& wor
 // one that becomes a symlink before a launch fails that launch.
 void apply_enforcement(const Enforcement& enforcement, SandboxConfig& config);
 
-// The git metadata that is read-only by default in every sandbox (serve and run), under
-// `workspace_root` (a real path): .git/hooks and .git/config, where they exist and are not
-// symlinks (a note says so for a symlink). A hook or a core.hooksPath, core.fsmonitor or
-// filter setting planted there would run with the user's next git command, outside any sandbox.
-std::vector<std::string> git_metadata_paths(const std::string& workspace_root,
+// The git metadata that is read-only by default in every sandbox (serve and run), under the
+// workspace: .git/hooks and .git/config, where they exist and neither they nor .git are
+// symlinks (a note says so for a symlink), looked up by descriptor. A hook or a core.hooksPath,
+// core.fsmonitor or filter setting planted there would run with the user's next git command,
+// outside any sandbox.
+std::vector<std::string> git_metadata_paths(const HostDir& workspace,
+                                            std::vector<std::string>& notes);
+// The same beneath `workspace_fd`, whose real path is `workspace_root`.
+std::vector<std::string> git_metadata_paths(int workspace_fd, const std::string& workspace_root,
                                             std::vector<std::string>& notes);
 
 // Adds the policy's "sandbox" block to `config`: allowRead → ro, allowWrite → rw (as real

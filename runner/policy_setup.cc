@@ -73,7 +73,7 @@ std::string policy_home() {
 }
 
 Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyFlags& flags,
-                                                           const std::string& workspace_root) {
+                                                           const HostDir& workspace) {
     std::vector<policy::SettingsSource> sources;
     const std::string managed = env_or("STOCKADE_MANAGED_SETTINGS", "/etc/stockade/settings.json");
     ASSIGN_OR_RETURN(auto managed_text, read_optional(managed));
@@ -101,9 +101,11 @@ Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyFlags& fl
     // The project's file is the repository's: resolved beneath the workspace so that a
     // symlink cannot make the supervisor read a host file.
     {
-        ASSIGN_OR_RETURN(UniqueFd root, open_path(workspace_root, O_PATH | O_DIRECTORY));
-        const std::string origin = workspace_root + "/.stockade/settings.json";
-        auto fd = workspace::open_beneath(root.get(), ".stockade/settings.json", O_RDONLY);
+        const std::string origin = workspace.path() + "/.stockade/settings.json";
+        // O_NONBLOCK: a FIFO planted there must not block the supervisor (it is refused as
+        // not a regular file).
+        auto fd = workspace::open_beneath(workspace.fd(), ".stockade/settings.json",
+                                          O_RDONLY | O_NONBLOCK);
         if (fd) {
             ASSIGN_OR_RETURN(std::string text, read_settings_fd(fd->get(), origin));
             sources.push_back({.layer = policy::Layer::kProject,
@@ -132,11 +134,11 @@ Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyFlags& fl
     return sources;
 }
 
-Result<policy::Policy> load_policy(const PolicyFlags& flags, const std::string& workspace_root,
+Result<policy::Policy> load_policy(const PolicyFlags& flags, const HostDir& workspace,
                                    std::vector<std::string>& warnings) {
     policy::PolicyOptions options{.preset = std::nullopt,
                                   .mode = policy::Mode::kLocal,
-                                  .workspace_root = workspace_root,
+                                  .workspace_root = workspace.path(),
                                   .home = policy_home()};
     if (!flags.mode.empty()) {
         auto mode = policy::parse_mode(flags.mode);
@@ -173,7 +175,7 @@ Result<policy::Policy> load_policy(const PolicyFlags& flags, const std::string& 
         return Error{Errc::kInvalidArgument,
                      fmt::format("--ask-fallback \"{}\": use deny or allow", flags.ask_fallback)};
     }
-    ASSIGN_OR_RETURN(auto sources, policy_sources(flags, workspace_root));
+    ASSIGN_OR_RETURN(auto sources, policy_sources(flags, workspace));
     ASSIGN_OR_RETURN(policy::Policy loaded, policy::Policy::load(sources, options));
     warnings = loaded.warnings();
     return loaded;

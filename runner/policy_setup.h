@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/host_dir.h"
 #include "common/result.h"
 #include "policy/policy.h"
 
@@ -32,13 +33,14 @@ struct PolicyFlags {
 };
 
 // The settings sources of every layer that exists, highest first. A --policy file that does
-// not exist is an error; the implicit files are optional.
+// not exist is an error; the implicit files are optional. The project's file is opened beneath
+// the workspace's descriptor.
 Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyFlags& flags,
-                                                           const std::string& workspace_root);
+                                                           const HostDir& workspace);
 
-// Loads the policy of a session on `workspace_root` (absolute). Warnings (ignored keys and
-// rules) are returned in `warnings`.
-Result<policy::Policy> load_policy(const PolicyFlags& flags, const std::string& workspace_root,
+// Loads the policy of a session on `workspace` (its rules are anchored at its path). Warnings
+// (ignored keys and rules) are returned in `warnings`.
+Result<policy::Policy> load_policy(const PolicyFlags& flags, const HostDir& workspace,
                                    std::vector<std::string>& warnings);
 
 // The home directory the policy anchors "~/x" rules on ($HOME, else the passwd entry).

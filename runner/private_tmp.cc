@@ -1,35 +1,37 @@
 #include "runner/private_tmp.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/host_dir.h"
 #include "common/syscall.h"
 #include "runner/run_command.h"
 
 namespace stockade::runner {
 
 PrivateTmp::~PrivateTmp() {
-    if (!path_.empty()) {
-        std::error_code ec;
-        std::filesystem::remove_all(path_, ec);
+    if (dir_) {
+        remove_tree_contents(dir_.get());  // by descriptor: what the sandbox left cannot redirect
+        (void)::rmdir(path_.c_str());
     }
 }
 
 Status PrivateTmp::apply(sandbox::SandboxSpec& spec) {
-    if (path_.empty()) {
+    if (!dir_) {
         std::string tmpl = fmt::format("/tmp/stockade-{}-XXXXXX", label_);
         if (::mkdtemp(tmpl.data()) == nullptr) {
             return errno_error("create a private temporary directory", errno);
         }
+        ASSIGN_OR_RETURN(dir_, open_path(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW));
         path_ = std::move(tmpl);
     }
     if (privileged_caller() &&
-        ::chown(path_.c_str(), spec.identity.host_uid, spec.identity.host_gid) != 0) {
+        ::fchown(dir_.get(), spec.identity.host_uid, spec.identity.host_gid) != 0) {
         return errno_error(fmt::format("chown \"{}\"", path_), errno);
     }
     auto drop = [](std::vector<std::string>& paths, std::string_view gone) {

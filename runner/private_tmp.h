@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "sandbox/spec.h"
 
 namespace stockade::runner {
@@ -27,6 +28,7 @@ public:
 private:
     std::string label_;
     std::string path_;
+    UniqueFd dir_;  // of path_: the sandbox writes in it, so it is changed only through this
 };
 
 }  // namespace stockade::runner

@@ -258,16 +258,35 @@ Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerCon
     SandboxConfig& config = parsed.config;
 
     // The workspace and the binds: every path must exist; they appear at the same path inside.
-    ASSIGN_OR_RETURN(
-        config.workspace,
-        existing_path("workspace", flags.workspace.empty() ? caller.cwd : flags.workspace));
-    struct stat st {};
-    if (::stat(config.workspace.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        return usage(
-            fmt::format("workspace \"{}\" is not a directory: pass a directory with --workspace",
-                        config.workspace));
+    // The workspace is opened here, once: everything later works through this descriptor.
+    if (flags.workspace_dir.valid()) {
+        config.workspace = flags.workspace_dir;
+    } else {
+        const std::string& path = flags.workspace.empty() ? caller.cwd : flags.workspace;
+        auto opened = HostDir::open(path);
+        if (!opened) {
+            const int err = opened.error().sys_errno;
+            if (err == ENOENT) {
+                return Error{Errc::kNotFound,
+                             fmt::format("workspace \"{}\" does not exist: create it or fix the "
+                                         "path",
+                                         path)};
+            }
+            return usage(
+                err == ENOTDIR
+                    ? fmt::format("workspace \"{}\" is not a directory: pass a directory with "
+                                  "--workspace",
+                                  path)
+                    : fmt::format("workspace \"{}\" cannot be used: {}", path, errno_string(err)));
+        }
+        config.workspace = std::move(opened).value();
     }
-    if (config.workspace == "/") {
+    struct stat st {};
+    if (::fstat(config.workspace.fd(), &st) != 0) {
+        return errno_error(fmt::format("stat the workspace \"{}\"", config.workspace.path()),
+                           errno);
+    }
+    if (config.workspace.path() == "/") {
         return usage(
             "refusing to use / as the workspace: pass a project directory with --workspace");
     }
@@ -354,7 +373,7 @@ Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerCon
         return usage(fmt::format("--image: {}", image.error().message));
     }
     config.image = std::move(image).value();
-    std::vector<std::string> mounted = {config.workspace};  // where protected paths may lie
+    std::vector<std::string> mounted = {config.workspace.path()};  // where protected paths lie
     for (const sandbox::Bind& bind : config.image.binds) {
         mounted.push_back(bind.target);
     }

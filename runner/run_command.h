@@ -26,6 +26,9 @@ inline constexpr int kExitNotFound = 127;
 // turn them into a SandboxConfig, so that errors are ours.
 struct RunOptions {
     std::string workspace;
+    // The workspace already opened (serve --http: a tenant's, resolved beneath its root); when
+    // valid, `workspace` is not looked at.
+    HostDir workspace_dir{};
     std::vector<std::string> ro;
     std::vector<std::string> rw;
     std::vector<std::string> env;

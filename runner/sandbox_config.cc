@@ -178,10 +178,16 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     }
 
     // The root: the image, then the workspace and the binds at their own paths.
-    const std::string& workspace = config.workspace;
+    if (!config.workspace.valid()) {
+        return Error{Errc::kInvalidArgument, "no workspace directory was opened for the sandbox"};
+    }
+    const std::string& workspace = config.workspace.path();
     spec.writable_paths = {workspace, "/tmp", "/dev/shm"};
     images::add_image(config.image, spec);
-    spec.binds.push_back(sandbox::Bind{.source = workspace, .target = workspace, .writable = true});
+    spec.binds.push_back(sandbox::Bind{.source = workspace,
+                                       .target = workspace,
+                                       .writable = true,
+                                       .source_fd = config.workspace.fd()});
     std::vector<std::string> readable = config.image.readable_paths;
     readable.insert(readable.end(), {workspace, "/tmp", "/dev", "/proc"});
     std::vector<std::string> mounted = {workspace};  // what the caller's PATH may point into
@@ -195,6 +201,13 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         spec.writable_paths.push_back(path);
         readable.push_back(path);
         mounted.push_back(path);
+    }
+    if (config.spill.valid()) {
+        const std::string& spill = config.spill.path();
+        spec.binds.push_back(
+            sandbox::Bind{.source = spill, .target = spill, .source_fd = config.spill.fd()});
+        readable.push_back(spill);
+        mounted.push_back(spill);
     }
     if (level == Isolation::kLandlock) {
         spec.readable_paths = std::move(readable);

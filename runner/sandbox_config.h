@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/host_dir.h"
 #include "common/result.h"
 #include "images/image.h"
 #include "network/address.h"
@@ -91,9 +92,14 @@ struct WorkerProcess {
 
 struct SandboxConfig {
     // Host paths are absolute and real (no symlink on the way) when the config is made.
-    std::string workspace{};  // a directory, never "/", mounted read-write at its own path
+    // The workspace: a directory held open (never "/"), mounted read-write at the path it had
+    // when it was opened. What is bound is the descriptor, whatever the path leads to by then.
+    HostDir workspace{};
     uid_t workspace_uid = 0;  // its owner: a privileged caller at level landlock runs as it
     gid_t workspace_gid = 0;
+    // A session's spill directory (tool-output/), mounted read-only at its path, by descriptor
+    // as the workspace is. Not valid: none (stockade run).
+    HostDir spill{};
     images::Image image{};          // the read-only root
     std::vector<std::string> ro{};  // mounted read-only at the same path
     std::vector<std::string> rw{};  // mounted read-write at the same path

@@ -108,7 +108,7 @@ private:
 Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     std::unique_ptr<Session> session(new Session());
     SandboxConfig worker = std::move(config.sandbox);
-    session->workspace_ = worker.workspace;  // a real path (parse_sandbox_flags)
+    session->workspace_ = worker.workspace;  // opened by parse_sandbox_flags
     std::vector<std::string> policy_warnings;
     auto loaded = load_policy(config.policy, session->workspace_, policy_warnings);
     if (!loaded) {
@@ -167,26 +167,21 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
     }
     apply_enforcement(enforcement, worker);
-    session->protected_ = protected_paths(worker, session->workspace_);
+    session->protected_ = protected_paths(worker, session->workspace_.path());
     session->sandbox_ = worker;
 
     // The supervisor's own records stay out of the sandbox's reach: a state directory the
     // workspace or a bind overlaps is refused, and every file in it is opened by descriptor.
-    ASSIGN_OR_RETURN(
-        std::string state,
-        resolve_state_dir(config.state_dir.empty() ? default_state_dir() : config.state_dir));
+    HostDir state = config.state;
+    if (!state.valid()) {
+        ASSIGN_OR_RETURN(state, resolve_state_dir(config.state_dir.empty() ? default_state_dir()
+                                                                           : config.state_dir));
+    }
     std::vector<std::string> binds = worker.ro;  // real paths
     binds.insert(binds.end(), worker.rw.begin(), worker.rw.end());
-    RETURN_IF_ERROR(check_state_dir_apart(state, session->workspace_, binds));
-    std::string id = config.resume.empty() ? new_session_id() : config.resume;
-    if (!config.resume.empty() &&
-        !path_exists(fmt::format("{}/sessions/{}/events.jsonl", state, config.resume))) {
-        return Error{Errc::kNotFound,
-                     fmt::format("no session \"{}\" in \"{}\": check the id (stockade log lists "
-                                 "them) or the --state-dir",
-                                 config.resume, state)};
-    }
-    ASSIGN_OR_RETURN(session->paths_, open_session_dir(state, id));
+    RETURN_IF_ERROR(check_state_dir_apart(state.path(), session->workspace_.path(), binds));
+    const std::string id = config.resume.empty() ? new_session_id() : config.resume;
+    ASSIGN_OR_RETURN(session->paths_, open_session_dir(state, id, !config.resume.empty()));
     if (config.prune_outputs) {
         (void)prune_tool_outputs(state, config.spill_cap_bytes);  // this session's is locked
     }
@@ -195,9 +190,9 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                      session->paths_.events, id));
     session->log_ = std::make_unique<EventLog>(std::move(log));
     session->budget_ = std::make_unique<OutputBudget>(
-        config.spill_cap_bytes, session->paths_.tool_output_fd.get(), config.disk_pool);
+        config.spill_cap_bytes, session->paths_.tool_output_dir.fd(), config.disk_pool);
     session->spill_ = std::make_unique<Spill>(
-        session->paths_.tool_output, session->paths_.tool_output_fd.get(), *session->budget_);
+        session->paths_.tool_output, session->paths_.tool_output_dir.fd(), *session->budget_);
     // A later worker (a restart, after a crash or a kill) masks what the rules match then, not
     // the paths they matched at the start: a file that moved is protected under its new name.
     auto rederive = [policy = session->policy_.get(), workspace = session->workspace_,
@@ -222,8 +217,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         };
     }
     session->worker_ =
-        std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_,
-                                                     .spill_dir = session->paths_.tool_output,
+        std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_.path(),
+                                                     .spill = session->paths_.tool_output_dir,
                                                      .sandbox = worker,
                                                      .rederive = rederive,
                                                      .on_proxy_listener = on_proxy_listener,
@@ -243,12 +238,12 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         size_t restored = session->replay_stamps(next_process);
         session->log_->record("SessionResumed", {{"stamps", restored}}, true);
     } else {
-        session->log_->record("SessionStarted", {{"workspace", session->workspace_}}, true);
+        session->log_->record("SessionStarted", {{"workspace", session->workspace_.path()}}, true);
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,
         ProcessManagerConfig{.log_dir = session->paths_.tool_output + "/process-logs",
-                             .log_parent_fd = session->paths_.tool_output_fd.get(),
+                             .log_parent_fd = session->paths_.tool_output_dir.fd(),
                              .log_cap_bytes = config.process_log_cap_bytes,
                              .first_id = next_process,
                              .pids_limit = worker.limits.pids.value_or(kDefaultPids),
@@ -269,7 +264,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                       .events = session->log_.get(),
                                       .processes = session->processes_.get(),
                                       .protected_paths = &session->protected_},
-        .where = session_request_context(session->workspace_, session->network_mode_),
+        .where = session_request_context(session->workspace_.path(), session->network_mode_),
         .host_network = session->network_mode_ == sandbox::NetworkMode::kHost,
         .network_at_connect = session->network_mode_ == sandbox::NetworkMode::kAllowlist,
         .network = session->network_.get(),

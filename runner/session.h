@@ -36,6 +36,8 @@ struct SessionConfig {
     // isolation, network, limits. The session adds its policy's settings and deny rules.
     SandboxConfig sandbox{};
     std::string state_dir{};     // default_state_dir() when empty
+    HostDir state{};             // the state directory already opened; when valid, state_dir
+                                 // is not looked at (serve --http: a tenant's)
     std::string resume{};        // a session id to resume, or empty for a new session
     std::string git_identity{};  // --git-identity "Name <email>"; empty: the operator's
     // Privileged callers: the range the session's own host uid is leased from, "FIRST-LAST"
@@ -67,7 +69,8 @@ public:
     Session& operator=(const Session&) = delete;
 
     [[nodiscard]] const SessionPaths& paths() const noexcept { return paths_; }
-    [[nodiscard]] const std::string& workspace() const noexcept { return workspace_; }
+    // The workspace's real path when it was opened (what the sandbox mounts it at).
+    [[nodiscard]] const std::string& workspace() const noexcept { return workspace_.path(); }
     [[nodiscard]] const policy::Policy& policy() const noexcept { return *policy_; }
     // The worker's sandbox, once the policy and the settings files are applied.
     [[nodiscard]] const SandboxConfig& sandbox() const noexcept { return sandbox_; }
@@ -90,7 +93,7 @@ private:
     // finds the next free process number.
     size_t replay_stamps(int& next_process);
 
-    std::string workspace_;
+    HostDir workspace_;  // held open for the session's life: every worker binds it
     sandbox::NetworkMode network_mode_ = sandbox::NetworkMode::kNone;  // the sandbox's
     HostIdLease host_id_;  // root supervisors: the session's own host uid, held while it lives
     SandboxConfig sandbox_;

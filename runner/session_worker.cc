@@ -43,7 +43,7 @@ std::string SessionWorker::root_path(workspace::Root root) const {
         case workspace::Root::kWorkspace:
             return config_.workspace;
         case workspace::Root::kSpill:
-            return config_.spill_dir;
+            return config_.spill.path();
     }
     return config_.workspace;
 }
@@ -68,9 +68,9 @@ Status SessionWorker::start_locked() {
 
     SandboxConfig config =
         generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
-    config.ro.push_back(config_.spill_dir);
+    config.spill = config_.spill;
     config.process = WorkerProcess{
-        .argv = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill_dir},
+        .argv = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill.path()},
         .exec_fd = self.get(),
         .channel_fd = channel.second.get(),
         .null_fd = null.get()};
@@ -100,7 +100,7 @@ Status SessionWorker::start_locked() {
     channel.second.reset();
     sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(box).value());
     auto remote = std::make_shared<workspace::RemoteWorkspace>(
-        std::move(channel.first), config_.workspace, config_.spill_dir);
+        std::move(channel.first), config_.workspace, config_.spill.path());
     if (auto hello = remote->handshake(); !hello) {
         reap_locked("handshake failed");
         return std::move(hello).error().wrap("connect to the session worker");

@@ -30,8 +30,8 @@
 namespace stockade::runner {
 
 struct WorkerConfig {
-    std::string workspace{};  // real host path, mounted read-write at the same path
-    std::string spill_dir{};  // real host path, mounted read-only at the same path
+    std::string workspace{};  // sandbox.workspace's path, where the worker finds it inside
+    HostDir spill{};          // the session's spill directory, mounted read-only at its path
     // The worker's sandbox: workspace (the one above), binds, isolation, network, limits. Its
     // process is set for each worker (WorkerProcess).
     SandboxConfig sandbox{};

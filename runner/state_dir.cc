@@ -13,6 +13,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -59,20 +60,20 @@ bool valid_session_id(const std::string& id) {
     });
 }
 
-Result<std::string> resolve_state_dir(const std::string& state_dir) {
+Result<HostDir> resolve_state_dir(const std::string& state_dir) {
     std::error_code ec;
     const fs::path absolute = fs::absolute(state_dir, ec);
     if (ec) {
         return Error{Errc::kInvalidArgument,
                      fmt::format("state directory \"{}\": {}", state_dir, ec.message())};
     }
+    // The operator's path: the last time it is looked up by name.
     RETURN_IF_ERROR(make_dirs(absolute.string(), 0700));
-    char real[PATH_MAX];
-    if (::realpath(absolute.c_str(), real) == nullptr) {
-        return errno_error(fmt::format("resolve the state directory \"{}\"", absolute.string()),
-                           errno);
+    auto opened = HostDir::open(absolute.string());
+    if (!opened) {
+        return std::move(opened).error().wrap("open the state directory");
     }
-    return std::string(real);
+    return opened;
 }
 
 Status check_state_dir_apart(const std::string& state_dir, const std::string& workspace,
@@ -104,33 +105,47 @@ namespace {
 
 // Opens (creating with `mode` when missing) directory `name` beneath `parent`, never through a
 // symlink; the mode is set whatever the umask.
-Result<UniqueFd> open_state_subdir(int parent, const std::string& name, mode_t mode,
-                                   const std::string& shown) {
-    if (::mkdirat(parent, name.c_str(), mode) != 0 && errno != EEXIST) {
-        return errno_error(fmt::format("create \"{}\"", shown), errno);
-    }
-    const int fd = retry_eintr([&] {
-        return ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    });
-    if (fd < 0) {
-        const int err = errno;
-        if (err == ELOOP || err == ENOTDIR) {
+Result<UniqueFd> open_state_child(int parent, const std::string& name, mode_t mode,
+                                  const std::string& shown, bool create = true) {
+    auto fd = open_dir_beneath(parent, {name},
+                               create ? std::optional(DirCreation{.mode = mode}) : std::nullopt);
+    if (!fd) {
+        const int err = fd.error().sys_errno;
+        if (err == ELOOP || err == ENOTDIR || err == EXDEV) {
             return Error{Errc::kPermissionDenied,
                          fmt::format("\"{}\" is not a directory of the state directory (a "
-                                     "symlink or a file there is never followed): remove it",
+                                     "symlink, a mount point or a file there is never followed): "
+                                     "remove it",
                                      shown),
                          err};
         }
-        return errno_error(fmt::format("open \"{}\"", shown), err);
+        return std::move(fd).error().wrap(fmt::format("open \"{}\"", shown));
     }
-    UniqueFd owned(fd);
-    (void)::fchmod(fd, mode);
-    return owned;
+    (void)::fchmod(fd->get(), mode);
+    return fd;
+}
+
+// A subdirectory of `fd`, never through a symlink (invalid when there is none).
+UniqueFd open_subdir(int fd, const std::string& name) {
+    return UniqueFd(retry_eintr([&] {
+        return ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }));
 }
 
 }  // namespace
 
-Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::string& id) {
+Result<HostDir> open_state_subdir(const HostDir& state,
+                                  const std::vector<std::string>& components) {
+    auto fd = open_dir_beneath(state.fd(), components, DirCreation{.mode = 0700});
+    if (!fd) {
+        return std::move(fd).error().wrap(fmt::format("open the state directory \"{}\"'s {}",
+                                                      state.path(), fmt::join(components, "/")));
+    }
+    return HostDir::adopt(std::move(fd).value());
+}
+
+Result<SessionPaths> open_session_dir(const HostDir& state, const std::string& id,
+                                      bool must_exist) {
     if (!valid_session_id(id)) {
         return Error{
             Errc::kInvalidArgument,
@@ -138,16 +153,36 @@ Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::s
     }
     SessionPaths paths;
     paths.id = id;
-    paths.dir = fmt::format("{}/sessions/{}", state_dir, id);
+    paths.dir = fmt::format("{}/sessions/{}", state.path(), id);
     paths.events = paths.dir + "/events.jsonl";
     paths.tool_output = paths.dir + "/tool-output";
-    ASSIGN_OR_RETURN(UniqueFd root, open_path(state_dir, O_RDONLY | O_DIRECTORY));
     // The sandbox user reads spilled output through a read-only bind; at isolation levels
     // without a mount namespace it reaches it by the host path, so it must traverse.
-    (void)::fchmod(root.get(), 0711);
-    ASSIGN_OR_RETURN(UniqueFd sessions,
-                     open_state_subdir(root.get(), "sessions", 0711, state_dir + "/sessions"));
-    ASSIGN_OR_RETURN(paths.dir_fd, open_state_subdir(sessions.get(), id, 0711, paths.dir));
+    (void)::fchmod(state.fd(), 0711);
+    auto no_session = [&] {
+        return Error{Errc::kNotFound,
+                     fmt::format("no session \"{}\" in \"{}\": check the id or the --state-dir", id,
+                                 state.path())};
+    };
+    auto sessions =
+        open_state_child(state.fd(), "sessions", 0711, state.path() + "/sessions", !must_exist);
+    if (!sessions) {
+        return must_exist && sessions.error().sys_errno == ENOENT ? no_session()
+                                                                  : std::move(sessions).error();
+    }
+    auto dir = open_state_child(sessions->get(), id, 0711, paths.dir, !must_exist);
+    if (!dir) {
+        return must_exist && dir.error().sys_errno == ENOENT ? no_session()
+                                                             : std::move(dir).error();
+    }
+    paths.dir_fd = std::move(dir).value();
+    if (must_exist) {
+        struct stat st {};
+        if (::fstatat(paths.dir_fd.get(), "events.jsonl", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode)) {
+            return no_session();
+        }
+    }
     if (::flock(paths.dir_fd.get(), LOCK_EX | LOCK_NB) != 0) {
         if (errno == EWOULDBLOCK) {
             return Error{Errc::kFailedPrecondition,
@@ -158,49 +193,54 @@ Result<SessionPaths> open_session_dir(const std::string& state_dir, const std::s
         }
         return errno_error(fmt::format("lock \"{}\"", paths.dir), errno);
     }
-    ASSIGN_OR_RETURN(paths.tool_output_fd,
-                     open_state_subdir(paths.dir_fd.get(), "tool-output", 0755, paths.tool_output));
+    ASSIGN_OR_RETURN(UniqueFd tool_output,
+                     open_state_child(paths.dir_fd.get(), "tool-output", 0755, paths.tool_output));
+    ASSIGN_OR_RETURN(paths.tool_output_dir, HostDir::adopt(std::move(tool_output)));
     return paths;
 }
 
-PruneResult prune_tool_outputs(const std::string& state_dir, uint64_t cap_bytes,
-                               uint64_t at_least) {
+PruneResult prune_tool_outputs(const HostDir& state, uint64_t cap_bytes, uint64_t at_least) {
     struct SessionUse {
-        fs::path dir;  // the session's directory
-        fs::file_time_type mtime;
+        std::string id;
+        timespec mtime{};  // of its tool-output/
         uint64_t bytes = 0;
     };
-    std::error_code ec;
     std::vector<SessionUse> sessions;
     PruneResult result;
-    for (const auto& entry : fs::directory_iterator(fs::path(state_dir) / "sessions", ec)) {
-        const fs::path out = entry.path() / "tool-output";
-        if (!fs::is_directory(out, ec)) {
+    const UniqueFd all = open_subdir(state.fd(), "sessions");
+    if (!all) {
+        return result;
+    }
+    for (const DirEntry& entry : list_entries(all.get())) {
+        if (!S_ISDIR(entry.st.st_mode) || !valid_session_id(entry.name)) {
             continue;
         }
-        SessionUse use{entry.path(), fs::last_write_time(out, ec), 0};
-        for (const auto& file : fs::recursive_directory_iterator(out, ec)) {
-            if (file.is_regular_file(ec)) {
-                use.bytes += file.file_size(ec);
-            }
+        const UniqueFd dir = open_subdir(all.get(), entry.name);
+        const UniqueFd out = dir ? open_subdir(dir.get(), "tool-output") : UniqueFd();
+        struct stat out_st {};
+        if (!out || ::fstat(out.get(), &out_st) != 0) {
+            continue;
         }
+        SessionUse use{entry.name, out_st.st_mtim, tree_bytes(out.get())};
         result.kept += use.bytes;
         sessions.push_back(std::move(use));
     }
-    std::sort(sessions.begin(), sessions.end(),
-              [](const SessionUse& a, const SessionUse& b) { return a.mtime < b.mtime; });
+    std::sort(sessions.begin(), sessions.end(), [](const SessionUse& a, const SessionUse& b) {
+        return std::tie(a.mtime.tv_sec, a.mtime.tv_nsec) <
+               std::tie(b.mtime.tv_sec, b.mtime.tv_nsec);
+    });
     for (const auto& session : sessions) {
         if (result.kept <= cap_bytes && result.freed >= at_least) {
             break;
         }
         // Only a session that has ended: its lock is free (open_session_dir holds it for the
         // session's life), and holding it here keeps the session from resuming meanwhile.
-        UniqueFd lock(::open(session.dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        const UniqueFd lock = open_subdir(all.get(), session.id);
         if (!lock || ::flock(lock.get(), LOCK_SH | LOCK_NB) != 0) {
             continue;
         }
-        for (const auto& file : fs::directory_iterator(session.dir / "tool-output", ec)) {
-            fs::remove_all(file.path(), ec);
+        if (const UniqueFd out = open_subdir(lock.get(), "tool-output"); out) {
+            remove_tree_contents(out.get());
         }
         result.kept -= std::min(result.kept, session.bytes);
         result.freed += session.bytes;

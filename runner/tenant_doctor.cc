@@ -10,6 +10,7 @@
 #include "runner/host_ids.h"
 #include "runner/isolation.h"
 #include "runner/session.h"
+#include "runner/tenant_roots.h"
 
 namespace stockade::runner {
 
@@ -432,6 +433,11 @@ void report_workspace(const Tenant& tenant, const DoctorHost& host, const PathFa
     out.info("workspace", fmt::format("{}: a directory, owner uid {}, gid {}, mode {:04o}", path,
                                       with_name(root.uid, host.passwd),
                                       with_name(root.gid, host.group), root.mode & 07777));
+    if (host.caller.privileged) {
+        if (std::string why = owner_problem(tenant, root.uid, path); !why.empty()) {
+            out.error("workspace", fmt::format("serve refuses it as root: {}", why));
+        }
+    }
     if ((root.mode & 0002) != 0) {
         out.warning("workspace",
                     fmt::format("{} is writable by every host user: any of them can change the "

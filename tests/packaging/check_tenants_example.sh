@@ -63,6 +63,19 @@ fi
 # The same tenants with their workspace roots made: no errors.
 mkdir -p "$work/srv/acme" "$work/srv/globex"
 chmod 0750 "$work/srv/acme" "$work/srv/globex"
+# As root, serve refuses a root that no uid of its tenant's range owns; say so before chown.
+if [ "$(id -u)" -eq 0 ]; then
+    sed "s|/srv/stockade/|$work/srv/|" "$work/tenants.json" >"$work/made.json"
+    set +e
+    "$stockade" doctor --tenants "$work/made.json" >"$work/out" 2>"$work/err"
+    status=$?
+    set -e
+    [ "$status" -eq 1 ] || fail "root-owned roots: exit $status, not 1"
+    grep -q "serve refuses it as root: $work/srv/acme is owned by uid 0 (root)" "$work/out" ||
+        fail "the root-owned root is not reported"$'\n'"$(cat "$work/out")"
+    chown 1600000000:1600000000 "$work/srv/acme"
+    chown 1600100000:1600100000 "$work/srv/globex"
+fi
 sed "s|/srv/stockade/|$work/srv/|" "$work/tenants.json" >"$work/made.json"
 set +e
 "$stockade" doctor --tenants "$work/made.json" >"$work/out" 2>"$work/err"

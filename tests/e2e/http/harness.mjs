@@ -48,3 +48,14 @@ export function descendantsOf(pid) {
     walk(pid);
     return found;
 }
+
+// Gives `dir` and everything in it to `uid` (and the group of that number). As root, serve
+// refuses a tenant whose workspace root is not owned by one of the tenant's host uids.
+export function chownTree(dir, uid) {
+    fs.chownSync(dir, uid, uid);
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+        const child = `${dir}/${entry.name}`;
+        if (entry.isDirectory()) chownTree(child, uid);
+        else fs.lchownSync(child, uid, uid);
+    }
+}

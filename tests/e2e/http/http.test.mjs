@@ -24,7 +24,7 @@ import {
 } from '@modelcontextprotocol/client';
 
 import { MODERN, modernMeta } from '../protocol.mjs';
-import { descendantsOf, startServe } from './harness.mjs';
+import { chownTree, descendantsOf, startServe } from './harness.mjs';
 
 const BIN = process.env.STOCKADE_BIN;
 const skip = BIN ? false : 'STOCKADE_BIN is not set (run_http.sh sets it)';
@@ -71,6 +71,10 @@ async function startServer() {
             },
         ],
     };
+    if (ROOT) {
+        chownTree(path.join(dir, 'alpha'), 1500000000);
+        chownTree(path.join(dir, 'beta'), 1500100000);
+    }
     fs.writeFileSync(path.join(dir, 'tenants.json'), JSON.stringify(tenants));
     fs.writeFileSync(path.join(dir, 'admin.sha256'), `# the operator\n${sha256(TOKEN_O)}\n`);
     ({ serve, port } = await startServe(BIN, ['--tenants', path.join(dir, 'tenants.json'),
@@ -379,10 +383,12 @@ describe('stockade serve --http', { skip }, () => {
         const stdio = spawnSync(BIN, ['serve', '--tenants', path.join(dir, 'tenants.json')], { encoding: 'utf8', input: '' });
         assert.equal(stdio.status, 2);
         assert.match(stdio.stderr, /--tenants is for serve over HTTP: add --http/);
-        const open = spawnSync(BIN, ['serve', '--http', '0.0.0.0:0', '--no-auth'], { encoding: 'utf8' });
+        // In a directory apart from the state (serve refuses a workspace that holds it).
+        const apart = { encoding: 'utf8', cwd: path.join(dir, 'alpha') };
+        const open = spawnSync(BIN, ['serve', '--http', '0.0.0.0:0', '--no-auth'], apart);
         assert.equal(open.status, 2);
         assert.match(open.stderr, /--no-auth is only for a loopback address/);
-        const none = spawnSync(BIN, ['serve', '--http', '127.0.0.1:0'], { encoding: 'utf8' });
+        const none = spawnSync(BIN, ['serve', '--http', '127.0.0.1:0'], apart);
         assert.equal(none.status, 2);
         assert.match(none.stderr, /--http needs tokens/);
     });

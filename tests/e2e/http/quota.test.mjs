@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-import { descendantsOf, startServe } from './harness.mjs';
+import { chownTree, descendantsOf, startServe } from './harness.mjs';
 
 const BIN = process.env.STOCKADE_BIN;
 const skip = BIN ? false : 'STOCKADE_BIN is not set (run_http.sh sets it)';
@@ -83,6 +83,7 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
         // grep's full result for "needle" is about 40 KB: one spill fits the quota, two do not.
         const lines = Array.from({ length: 1000 }, (_, i) => `needle ${String(i).padStart(4, '0')} ${'x'.repeat(20)}`);
         fs.writeFileSync(path.join(dir, 'small', 'hay.txt'), `${lines.join('\n')}\n`);
+        if (ROOT) chownTree(path.join(dir, 'small'), 1500200000);
         fs.writeFileSync(path.join(dir, 'tenants.json'), JSON.stringify({
             tenants: [{
                 name: 'small', token_sha256: [sha256(TOKEN)], workspace_root: path.join(dir, 'small'),

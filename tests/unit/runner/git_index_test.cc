@@ -1,6 +1,7 @@
 #include "runner/git_index.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -95,7 +96,8 @@ TEST_F(GitIndexTest, TrackedFilesThatAReadRuleDeniesAreNamedWithTheRule) {
                  R"json({"permissions": {"deny": ["Read(./.env)", "Read(./config/**)"]}})json"}},
         policy::PolicyOptions{.workspace_root = dir_.string()});
     ASSERT_THAT(policy, IsOk());
-    const auto warnings = git_tracked_denials(*policy, dir_.string());
+    const HostDir ws = HostDir::open(dir_.string()).value();
+    const auto warnings = git_tracked_denials(*policy, ws);
     ASSERT_EQ(warnings.size(), 2U);
     EXPECT_THAT(warnings[0], HasSubstr("Read(./.env) (command line:1) denies 1 file that git "
                                        "tracks (.env)"));
@@ -103,7 +105,30 @@ TEST_F(GitIndexTest, TrackedFilesThatAReadRuleDeniesAreNamedWithTheRule) {
     EXPECT_THAT(warnings[1], HasSubstr("Read(./config/**) (command line:1) denies 2 files"));
     // No repository, no warning.
     fs::remove_all(dir_ / ".git");
-    EXPECT_TRUE(git_tracked_denials(*policy, dir_.string()).empty());
+    EXPECT_TRUE(git_tracked_denials(*policy, ws).empty());
+}
+
+TEST_F(GitIndexTest, AnIndexPlantedOutsideTheWorkspaceOrAsAFifoIsNeverRead) {
+    make_repo(2);
+    auto policy = policy::Policy::load(
+        std::vector<policy::SettingsSource>{
+            {.layer = policy::Layer::kCommandLine,
+             .origin = "command line",
+             .text = R"json({"permissions": {"deny": ["Read(./.env)"]}})json"}},
+        policy::PolicyOptions{.workspace_root = dir_.string()});
+    ASSERT_THAT(policy, IsOk());
+    const HostDir ws = HostDir::open(dir_.string()).value();
+    ASSERT_EQ(git_tracked_denials(*policy, ws).size(), 1U);
+    // A sandbox can replace .git/index: with a link to another repository's index, which is not
+    // this workspace's, and with a FIFO, which would block whoever opened it for reading.
+    const fs::path other = dir_.parent_path() / (dir_.filename().string() + "-other-index");
+    fs::rename(dir_ / ".git/index", other);
+    fs::create_symlink(other, dir_ / ".git/index");
+    EXPECT_TRUE(git_tracked_denials(*policy, ws).empty()) << "followed a link out of the workspace";
+    fs::remove(dir_ / ".git/index");
+    fs::remove(other);
+    ASSERT_EQ(::mkfifo((dir_ / ".git/index").c_str(), 0600), 0);
+    EXPECT_TRUE(git_tracked_denials(*policy, ws).empty());
 }
 
 }  // namespace

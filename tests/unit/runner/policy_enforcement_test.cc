@@ -36,6 +36,12 @@ protected:
     void TearDown() override { fs::remove_all(ws_); }
 
     std::string p(const std::string& relative) const { return ws_ + "/" + relative; }
+    // The workspace, opened as a session opens it.
+    HostDir ws() const {
+        auto dir = HostDir::open(ws_);
+        EXPECT_TRUE(dir) << dir.error().message;
+        return dir ? *dir : HostDir();
+    }
 
     void file(const std::string& relative, const std::string& content = "x") const {
         fs::create_directories(fs::path(p(relative)).parent_path());
@@ -63,7 +69,7 @@ protected:
 
 TEST_F(EnforcementTest, NoRulesNoGitNothing) {
     file("src/main.cc");
-    Enforcement e = enforcement_for(load({}), ws_);
+    Enforcement e = enforcement_for(load({}), ws());
     EXPECT_THAT(e.masked_paths, IsEmpty());
     EXPECT_THAT(e.read_only_paths, IsEmpty());
     EXPECT_FALSE(e.from_rules);
@@ -74,7 +80,7 @@ TEST_F(EnforcementTest, ReadDenyMasksTheMatchingFilesAtAnyDepth) {
     file("services/api/.env");
     file("services/api/main.go");
     file(".envrc");
-    Enforcement e = enforcement_for(load({"Read(.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(.env)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p(".env"), p("services/api/.env")));
     EXPECT_THAT(e.read_only_paths, IsEmpty());
     EXPECT_TRUE(e.from_rules);
@@ -83,12 +89,12 @@ TEST_F(EnforcementTest, ReadDenyMasksTheMatchingFilesAtAnyDepth) {
 TEST_F(EnforcementTest, ARuleWithASlashMasksOnlyThatPath) {
     file("config/.env");
     file("sub/config/.env");
-    Enforcement e = enforcement_for(load({"Read(./config/.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./config/.env)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("config/.env")));
     // Without a slash a pattern matches at any depth (docs/policy.md), "./" or not.
     file(".env");
     file("sub/.env");
-    Enforcement any = enforcement_for(load({"Read(./.env)"}), ws_);
+    Enforcement any = enforcement_for(load({"Read(./.env)"}), ws());
     EXPECT_THAT(any.masked_paths,
                 ElementsAre(p(".env"), p("config/.env"), p("sub/.env"), p("sub/config/.env")));
 }
@@ -97,7 +103,7 @@ TEST_F(EnforcementTest, ADirectoryThatMatchesIsMaskedWholeAndNotWalked) {
     file("secrets/a.key");
     file("secrets/deep/b.key");
     file("src/x.cc");
-    Enforcement e = enforcement_for(load({"Read(./secrets/)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./secrets/)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("secrets")));
 }
 
@@ -107,7 +113,7 @@ TEST_F(EnforcementTest, EverythingInsideADirectoryMasksTheDirectory) {
     file("secrets/a.key");
     file("secrets/deep/b.key");
     file("secretsnot/c");
-    Enforcement e = enforcement_for(load({"Read(./secrets/**)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./secrets/**)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("secrets")));
 }
 
@@ -115,7 +121,7 @@ TEST_F(EnforcementTest, SomeEntriesOfADirectoryAreMaskedOneByOne) {
     file("certs/a.pem");
     file("certs/b.pem");
     file("certs/README");
-    Enforcement e = enforcement_for(load({"Read(*.pem)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(*.pem)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("certs/a.pem"), p("certs/b.pem")));
 }
 
@@ -123,7 +129,7 @@ TEST_F(EnforcementTest, AllEntriesMatchingByChanceDoNotMaskTheDirectory) {
     // Every file there is a .pem today, but a new file need not be: the directory stays.
     file("certs/a.pem");
     file("certs/b.pem");
-    Enforcement e = enforcement_for(load({"Read(*.pem)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(*.pem)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("certs/a.pem"), p("certs/b.pem")));
 }
 
@@ -133,7 +139,7 @@ TEST_F(EnforcementTest, EditDenyMakesReadOnly) {
     file("config/prod.yaml");
     Enforcement e = enforcement_for(load({"Edit(./.github/**)", "Write(./Makefile)",
                                           "Read(./config/prod.yaml)", "Edit(./config/prod.yaml)"}),
-                                    ws_);
+                                    ws());
     EXPECT_THAT(e.read_only_paths, ElementsAre(p(".github"), p("Makefile"), p("config/prod.yaml")))
         << "a path both unreadable and unwritable is in both lists (its parents get pinned)";
     EXPECT_THAT(e.masked_paths, ElementsAre(p("config/prod.yaml")));
@@ -143,7 +149,7 @@ TEST_F(EnforcementTest, EditDenyMakesReadOnly) {
 TEST_F(EnforcementTest, ReadMasksInsideAReadOnlyDirectoryAreStillFound) {
     file("deploy/run.sh");
     file("deploy/.env");
-    Enforcement e = enforcement_for(load({"Edit(./deploy/)", "Read(.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Edit(./deploy/)", "Read(.env)"}), ws());
     EXPECT_THAT(e.read_only_paths, ElementsAre(p("deploy")));
     EXPECT_THAT(e.masked_paths, ElementsAre(p("deploy/.env")));
 }
@@ -151,16 +157,16 @@ TEST_F(EnforcementTest, ReadMasksInsideAReadOnlyDirectoryAreStillFound) {
 TEST_F(EnforcementTest, AllowAndAskRulesDoNotMask) {
     file(".env");
     file("notes.txt");
-    Enforcement local = enforcement_for(load({}, {"Read(notes.txt)"}, {"Read(.env)"}), ws_);
+    Enforcement local = enforcement_for(load({}, {"Read(notes.txt)"}, {"Read(.env)"}), ws());
     EXPECT_THAT(local.masked_paths, IsEmpty()) << "an ask can be approved in local mode";
     Enforcement ci =
-        enforcement_for(load({}, {"Read(notes.txt)"}, {"Read(.env)"}, policy::Mode::kCi), ws_);
+        enforcement_for(load({}, {"Read(notes.txt)"}, {"Read(.env)"}, policy::Mode::kCi), ws());
     EXPECT_THAT(ci.masked_paths, ElementsAre(p(".env"))) << "in ci mode an ask is a deny";
 }
 
 TEST_F(EnforcementTest, AnAllowRuleDoesNotOverrideADeny) {
     file(".env");
-    Enforcement e = enforcement_for(load({"Read(.env)"}, {"Read(**)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(.env)"}, {"Read(**)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p(".env")));
 }
 
@@ -174,13 +180,13 @@ TEST_F(EnforcementTest, ThePresetsDefaultsAreNotEnforcedAsMounts) {
     auto loaded =
         policy::Policy::load(std::vector{source}, policy::PolicyOptions{.workspace_root = ws_});
     ASSERT_THAT(loaded, testing::IsOk());
-    Enforcement e = enforcement_for(*loaded, ws_);
+    Enforcement e = enforcement_for(*loaded, ws());
     EXPECT_THAT(e.read_only_paths, IsEmpty()) << "the read-only preset denies writes by default";
 }
 
 TEST_F(EnforcementTest, GrepAndGlobOnlyRulesDoNotMaskForCommands) {
     file("big.log");
-    Enforcement e = enforcement_for(load({"Grep(big.log)", "Glob(big.log)"}), ws_);
+    Enforcement e = enforcement_for(load({"Grep(big.log)", "Glob(big.log)"}), ws());
     EXPECT_THAT(e.masked_paths, IsEmpty());
 }
 
@@ -188,7 +194,7 @@ TEST_F(EnforcementTest, GitHooksAndConfigAreReadOnlyByDefault) {
     file(".git/config", "[core]\n");
     dir(".git/hooks");
     file(".git/HEAD", "ref: refs/heads/main\n");
-    Enforcement e = enforcement_for(load({}), ws_);
+    Enforcement e = enforcement_for(load({}), ws());
     EXPECT_THAT(e.read_only_paths, ElementsAre(p(".git/config"), p(".git/hooks")));
     EXPECT_FALSE(e.from_rules) << "defaults only: best effort";
     SandboxConfig options;
@@ -200,7 +206,7 @@ TEST_F(EnforcementTest, GitHooksAndConfigAreReadOnlyByDefault) {
 TEST_F(EnforcementTest, DefaultsUnderAMaskedGitAreDropped) {
     file(".git/config");
     dir(".git/hooks");
-    Enforcement e = enforcement_for(load({"Read(./.git/)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./.git/)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p(".git")));
     EXPECT_THAT(e.read_only_paths, IsEmpty());
 }
@@ -209,7 +215,7 @@ TEST_F(EnforcementTest, ASymlinkedHooksDirectoryIsNotedNotProtected) {
     dir(".githooks");
     dir(".git");
     fs::create_directory_symlink("../.githooks", p(".git/hooks"));
-    Enforcement e = enforcement_for(load({}), ws_);
+    Enforcement e = enforcement_for(load({}), ws());
     EXPECT_THAT(e.read_only_paths, IsEmpty());
     EXPECT_THAT(e.notes, Contains(HasSubstr(".git/hooks\" is a symlink")));
 }
@@ -217,14 +223,14 @@ TEST_F(EnforcementTest, ASymlinkedHooksDirectoryIsNotedNotProtected) {
 TEST_F(EnforcementTest, AMatchingSymlinkMasksItsTargetInTheWorkspace) {
     file("config/real.env", "SECRET=1");
     fs::create_symlink("config/real.env", p(".env"));
-    Enforcement e = enforcement_for(load({"Read(./.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./.env)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("config/real.env")));
     EXPECT_TRUE(e.from_rules);
 }
 
 TEST_F(EnforcementTest, AMatchingSymlinkOutOfTheWorkspaceIsANote) {
     fs::create_symlink("/etc/passwd", p(".env"));
-    Enforcement e = enforcement_for(load({"Read(./.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./.env)"}), ws());
     EXPECT_THAT(e.masked_paths, IsEmpty());
     EXPECT_THAT(e.notes, Contains(HasSubstr("outside the workspace")));
 }
@@ -233,7 +239,7 @@ TEST_F(EnforcementTest, RulesReachFilesThroughASymlinkedDirectory) {
     file("shared/secret.txt");
     file("shared/readme");
     fs::create_directory_symlink("shared", p("config"));
-    Enforcement e = enforcement_for(load({"Read(./config/secret.txt)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./config/secret.txt)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("shared/secret.txt")));
 }
 
@@ -242,14 +248,14 @@ TEST_F(EnforcementTest, SymlinkLoopsAreNotFollowedForever) {
     fs::create_directory_symlink("..", p("a/up"));
     fs::create_directory_symlink(".", p("self"));
     file("a/.env");
-    Enforcement e = enforcement_for(load({"Read(.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(.env)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("a/.env")));
 }
 
 TEST_F(EnforcementTest, OtherNamesOfAProtectedFileAreProtected) {
     file(".env", "SECRET=1");
     fs::create_hard_link(p(".env"), p("backup.txt"));
-    Enforcement e = enforcement_for(load({"Read(./.env)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./.env)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p(".env"), p("backup.txt")));
 }
 
@@ -257,14 +263,14 @@ TEST_F(EnforcementTest, StopsAtMaxEntriesWithANote) {
     for (int i = 0; i < 50; ++i) {
         file("d/f" + std::to_string(i));
     }
-    Enforcement e = enforcement_for(load({"Read(.env)"}), ws_, 10);
+    Enforcement e = enforcement_for(load({"Read(.env)"}), ws(), 10);
     EXPECT_THAT(e.notes, Contains(HasSubstr("more than 10 entries")));
 }
 
 TEST_F(EnforcementTest, TheWorkspaceRootItselfIsNeverMasked) {
     file("a");
     file("b/c");
-    Enforcement e = enforcement_for(load({"Read(./**)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(./**)"}), ws());
     EXPECT_THAT(e.masked_paths, ElementsAre(p("a"), p("b")));
 }
 
@@ -277,10 +283,13 @@ TEST_F(EnforcementTest, ASymlinkedWorkspaceRootYieldsRealPaths) {
     policy::SettingsSource source{.layer = policy::Layer::kProject,
                                   .origin = "settings",
                                   .text = policy::command_line_source(none, none, deny).text};
-    auto loaded =
-        policy::Policy::load(std::vector{source}, policy::PolicyOptions{.workspace_root = link});
+    // Opened as a session opens it: the rules are anchored at the path the kernel gives.
+    const HostDir dir = HostDir::open(link).value();
+    EXPECT_EQ(dir.path(), ws_);
+    auto loaded = policy::Policy::load(std::vector{source},
+                                       policy::PolicyOptions{.workspace_root = dir.path()});
     ASSERT_THAT(loaded, testing::IsOk());
-    Enforcement e = enforcement_for(*loaded, link);
+    Enforcement e = enforcement_for(*loaded, dir);
     fs::remove(link);
     EXPECT_THAT(e.masked_paths, ElementsAre(p(".env")));
 }
@@ -307,7 +316,7 @@ TEST_F(EnforcementTest, TheListsMakeAValidRunSpec) {
     file("secrets/a.key");
     dir(".git/hooks");
     file(".git/config");
-    Enforcement e = enforcement_for(load({"Read(.env)", "Read(./secrets/**)"}), ws_);
+    Enforcement e = enforcement_for(load({"Read(.env)", "Read(./secrets/**)"}), ws());
     CallerContext caller;
     caller.cwd = ws_;
     caller.euid = 1234;

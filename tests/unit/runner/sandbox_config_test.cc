@@ -2,6 +2,9 @@
 // command and for a session's worker alike, with no file system access of its own.
 #include "runner/sandbox_config.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -23,12 +26,27 @@ using ::testing::IsEmpty;
 using testing::IsOk;
 using ::testing::Not;
 
-// Paths that exist nowhere: make_sandbox_spec must not look at them.
-constexpr const char* kWorkspace = "/nonexistent/stockade/ws";
+// The workspace is a directory held open (a fresh one, left for the test run's end); the other
+// paths exist nowhere: make_sandbox_spec must not look at them.
+const HostDir& workspace_dir() {
+    static const HostDir dir = [] {
+        char tmpl[] = "/tmp/stockade-spec-ws-XXXXXX";
+        EXPECT_NE(::mkdtemp(tmpl), nullptr);
+        auto opened = HostDir::open(tmpl);
+        EXPECT_TRUE(opened);
+        (void)::rmdir(tmpl);  // the descriptor is what counts; the path only names it
+        return opened ? *opened : HostDir();
+    }();
+    return dir;
+}
+const std::string& ws_path() {
+    static const std::string path = workspace_dir().path();
+    return path;
+}
 
 SandboxConfig config_of(std::variant<CommandProcess, WorkerProcess> process) {
     SandboxConfig config;
-    config.workspace = kWorkspace;
+    config.workspace = workspace_dir();
     config.workspace_uid = 4242;
     config.workspace_gid = 4343;
     config.image = images::Image{
@@ -45,7 +63,7 @@ SandboxConfig config_of(std::variant<CommandProcess, WorkerProcess> process) {
 
 CallerContext caller() {
     CallerContext c;
-    c.cwd = std::string(kWorkspace) + "/src";
+    c.cwd = std::string(ws_path()) + "/src";
     c.euid = 1234;
     c.egid = 1235;
     c.environ = {"PATH=/nonexistent/tools/bin:/home/me/bin", "TERM=xterm-kitty", "SECRET=x"};
@@ -69,7 +87,7 @@ TEST(MakeSandboxSpecTest, ACommandRunsUnderInitWithTheCallersTerminal) {
     EXPECT_FALSE(spec->commands_cgroup);
     EXPECT_EQ(spec->exec_fd, -1);
     EXPECT_THAT(spec->pass_fds, IsEmpty());
-    EXPECT_EQ(spec->cwd, std::string(kWorkspace) + "/src") << "the caller's directory, inside";
+    EXPECT_EQ(spec->cwd, std::string(ws_path()) + "/src") << "the caller's directory, inside";
     EXPECT_EQ(spec->tty_fds, (std::array<bool, 3>{true, true, false}));
     EXPECT_TRUE(has_env(*spec, "TERM=xterm-kitty"));
     EXPECT_EQ(spec->timeout, std::chrono::milliseconds(3000));
@@ -87,7 +105,7 @@ TEST(MakeSandboxSpecTest, AWorkerIsPid1WithItsDescriptorsAndNoTerminal) {
     EXPECT_EQ(spec->exec_fd, 7);
     EXPECT_THAT(spec->pass_fds, ElementsAre(8));
     EXPECT_EQ(spec->stdio, (std::array<int, 3>{9, 9, -1}));
-    EXPECT_EQ(spec->cwd, kWorkspace);
+    EXPECT_EQ(spec->cwd, ws_path());
     EXPECT_EQ(spec->tty_fds, (std::array<bool, 3>{}));
     EXPECT_THAT(spec->env, Not(Contains(HasSubstr("TERM="))));
     EXPECT_FALSE(spec->timeout);
@@ -96,7 +114,7 @@ TEST(MakeSandboxSpecTest, AWorkerIsPid1WithItsDescriptorsAndNoTerminal) {
 TEST(MakeSandboxSpecTest, TheConfigsBindsEnvironmentAndLimitsReachTheSpec) {
     SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
     config.limits.pids = 64;
-    config.masked_paths = {std::string(kWorkspace) + "/.env"};
+    config.masked_paths = {std::string(ws_path()) + "/.env"};
     config.read_only_paths = {"/nonexistent/tools/bin"};
     auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
     ASSERT_THAT(spec, IsOk());
@@ -104,7 +122,7 @@ TEST(MakeSandboxSpecTest, TheConfigsBindsEnvironmentAndLimitsReachTheSpec) {
     for (const sandbox::Bind& bind : spec->binds) {
         targets.push_back(bind.target + (bind.writable ? " rw" : " ro"));
     }
-    EXPECT_THAT(targets, ElementsAre("/usr ro", std::string(kWorkspace) + " rw",
+    EXPECT_THAT(targets, ElementsAre("/usr ro", std::string(ws_path()) + " rw",
                                      "/nonexistent/tools ro", "/nonexistent/cache rw"));
     EXPECT_THAT(spec->symlinks, ElementsAre(::testing::Field(&sandbox::Symlink::target, "/bin")));
     EXPECT_TRUE(has_env(*spec, "MODE=release")) << "a later entry wins";
@@ -117,10 +135,31 @@ TEST(MakeSandboxSpecTest, TheConfigsBindsEnvironmentAndLimitsReachTheSpec) {
     EXPECT_EQ(spec->limits.pids, 64U);
     EXPECT_EQ(spec->limits.memory_bytes, uint64_t{4} << 30) << "half of the host's";
     EXPECT_TRUE(spec->limits.memory_is_default);
-    EXPECT_THAT(spec->masked_paths, ElementsAre(std::string(kWorkspace) + "/.env"));
+    EXPECT_THAT(spec->masked_paths, ElementsAre(std::string(ws_path()) + "/.env"));
     EXPECT_THAT(spec->read_only_paths, ElementsAre("/nonexistent/tools/bin"));
     EXPECT_EQ(spec->identity.host_uid, 1234U);
     EXPECT_FALSE(spec->idmap_writable_binds);
+}
+
+TEST(MakeSandboxSpecTest, TheWorkspaceAndTheSpillAreBoundByTheirDescriptors) {
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    config.spill = workspace_dir();  // any directory held open will do
+    auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
+    ASSERT_THAT(spec, IsOk());
+    std::vector<std::pair<std::string, int>> by_fd;
+    for (const sandbox::Bind& bind : spec->binds) {
+        if (bind.source_fd >= 0) {
+            by_fd.emplace_back(bind.target + (bind.writable ? " rw" : " ro"), bind.source_fd);
+        }
+    }
+    EXPECT_THAT(by_fd, ElementsAre(std::pair{ws_path() + " rw", workspace_dir().fd()},
+                                   std::pair{ws_path() + " ro", workspace_dir().fd()}))
+        << "no other bind is a descriptor; the operator's --ro/--rw paths are bound by name";
+    // A config whose workspace was never opened cannot become a spec: nothing may bind a path
+    // that a sandbox could have changed since it was checked.
+    config.workspace = HostDir();
+    EXPECT_THAT(make_sandbox_spec(config, caller(), Isolation::kFull),
+                HasErrc(Errc::kInvalidArgument));
 }
 
 TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds) {
@@ -138,7 +177,7 @@ TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds)
     auto landlock = make_sandbox_spec(config, root, Isolation::kLandlock);
     ASSERT_THAT(landlock, IsOk());
     EXPECT_THAT(landlock->readable_paths,
-                ElementsAre("/usr", "/bin", kWorkspace, "/tmp", "/dev", "/proc",
+                ElementsAre("/usr", "/bin", ws_path(), "/tmp", "/dev", "/proc",
                             "/nonexistent/tools", "/nonexistent/cache"));
     EXPECT_EQ(landlock->identity.host_uid, 4242U) << "no idmapped mount: the workspace's owner";
     EXPECT_EQ(landlock->identity.host_gid, 4343U);
@@ -153,7 +192,7 @@ TEST(MakeSandboxSpecTest, ConfigurationsNoLaunchMayGetAreRefused) {
     EXPECT_THAT(make_sandbox_spec(config, root, Isolation::kFull), HasErrc(Errc::kInvalidArgument));
     config.host_uid.reset();
     const std::vector<std::string> bad = {"/etc/shadow", "relative/.env",
-                                          std::string(kWorkspace) + "/a/../.env", ""};
+                                          std::string(ws_path()) + "/a/../.env", ""};
     for (const std::string& path : bad) {
         config.masked_paths = {path};
         auto spec = make_sandbox_spec(config, root, Isolation::kFull);

@@ -52,7 +52,8 @@ protected:
         tmp_.write("ws/a.txt", "alpha\n");
         WorkerConfig config;
         config.workspace = tmp_.at("ws");
-        config.spill_dir = tmp_.at("spill");
+        config.sandbox.workspace = HostDir::open(tmp_.at("ws")).value();
+        config.spill = HostDir::open(tmp_.at("spill")).value();
         config.sandbox.isolation = sandbox::Isolation::kNone;
         config.sandbox.network = sandbox::NetworkMode::kHost;
         worker_.emplace(config, &events_);

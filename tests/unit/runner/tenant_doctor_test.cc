@@ -104,8 +104,8 @@ TenantFacts good_facts() {
     facts.workspace_root = PathFacts{.exists = true,
                                      .directory = true,
                                      .writable = true,
-                                     .uid = 1000,
-                                     .gid = 1000,
+                                     .uid = 400000,  // in acme's range: what serve needs
+                                     .gid = 400000,
                                      .mode = 0750,
                                      .error = ""};
     facts.policy = PolicyFacts{.loaded = true,
@@ -155,8 +155,8 @@ TEST(TenantDoctorTest, FullHostAsRootEnforcesLimitsInItsCgroupsAndSaysCpuIsNot) 
     EXPECT_THAT(joined(r, "disk"), HasSubstr("1G: what one session keeps"));
     EXPECT_THAT(joined(r, "network"), HasSubstr("none: an empty network namespace"));
     EXPECT_THAT(joined(r, "workspace"),
-                HasSubstr("/srv/stockade/acme: a directory, owner uid 1000 (alice), gid 1000 "
-                          "(alice), mode 0750"));
+                HasSubstr("/srv/stockade/acme: a directory, owner uid 400000, gid 400000, mode "
+                          "0750"));
     EXPECT_THAT(joined(r, "policy"),
                 AllOf(HasSubstr("no policy file, 0 allow, 0 ask, 0 deny rules"),
                       HasSubstr("(mode local, preset workspace-write, 3 rules in all)")));
@@ -252,7 +252,9 @@ TEST(TenantDoctorTest, ARangeOverlappingAccountsSubIdsAndRunningProcessesWarns) 
     host.subgid = "carol:200000:100001\n";
     host.processes = {{.pid = 1, .uid = 0, .command = "init"},
                       {.pid = 4242, .uid = 300005, .command = "sleep"}};
-    const TenantReport r = tenant_report(t, host, good_facts());
+    TenantFacts facts = good_facts();
+    facts.workspace_root.uid = 300000;  // the root is the tenant's, in its range
+    const TenantReport r = tenant_report(t, host, facts);
     const std::string ids = joined(r, "host uids");
     EXPECT_THAT(ids, HasSubstr("1 user of /etc/passwd has a uid in the range: 300010 (intruder)"));
     EXPECT_THAT(ids, HasSubstr("1 group of /etc/group has a gid in the range: 300020 (shared)"));
@@ -322,6 +324,22 @@ TEST(TenantDoctorTest, AMissingWorkspaceRootOrAPolicyThatFailsIsAnError) {
                       HasSubstr("  verdict    error (2 errors, 1 warning)\n")));
 }
 
+TEST(TenantDoctorTest, AsRootAWorkspaceRootTheTenantDoesNotOwnIsAnError) {
+    TenantFacts facts = good_facts();
+    facts.workspace_root.uid = 0;
+    const TenantReport r = tenant_report(acme(), host_of(full_host(), root_caller()), facts);
+    EXPECT_THAT(joined(r, "workspace"),
+                AllOf(HasSubstr("serve refuses it as root: /srv/stockade/acme is owned by uid 0 "
+                                "(root)"),
+                      HasSubstr("chown 400000:400000 /srv/stockade/acme")));
+    EXPECT_FALSE(r.ok());
+    facts.workspace_root.uid = 1000;  // alice's: a user, but not one of the tenant's
+    EXPECT_FALSE(tenant_report(acme(), host_of(full_host(), root_caller()), facts).ok());
+    // Unprivileged, every session writes as the caller: there is no owner to choose.
+    EXPECT_THAT(joined(tenant_report(acme(), host_of(full_host(), alice()), facts), "workspace"),
+                Not(HasSubstr("refuses")));
+}
+
 TEST(TenantDoctorTest, AWorkspaceRootThatIsAFileIsAnError) {
     TenantFacts facts = good_facts();
     facts.workspace_root.directory = false;
@@ -361,7 +379,7 @@ TEST(TenantDoctorTest, AtLevelLandlockAllowlistCannotStartAndTmpIsNotBounded) {
     EXPECT_THAT(joined(r, "network"), HasSubstr("allowlist needs a network namespace"));
     EXPECT_THAT(joined(r, "/tmp"), HasSubstr("512M: not enforced at level landlock"));
     EXPECT_THAT(joined(r, "host uids"),
-                HasSubstr("runs as the owner of its workspace, here uid 1000 (alice)"));
+                HasSubstr("runs as the owner of its workspace, here uid 400000"));
     EXPECT_THAT(joined(r, "pids"), HasSubstr("every process of the sandbox's host uid"));
     EXPECT_FALSE(r.ok());
 
