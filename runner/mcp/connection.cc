@@ -159,9 +159,15 @@ public:
 
     [[nodiscard]] std::size_t calls() const { return pool_.size(); }
 
-    void shutdown() {
-        if (closing_.exchange(true)) {
-            return;
+    // `answer`: the message of the error that answers each call stopped, or nullopt for none.
+    void shutdown(std::optional<std::string> answer) {
+        {
+            std::lock_guard lock(shutdown_mu_);
+            if (closing_) {
+                return;
+            }
+            shutdown_answer_ = std::move(answer);
+            closing_ = true;
         }
         elicitor_.close();  // legacy questions fail at once: nobody is left to answer them
         if (const std::size_t cancelled = pool_.shutdown(); cancelled > 0) {
@@ -395,7 +401,11 @@ private:
             case CallPool::Admission::kClosed:
                 SPDLOG_LOGGER_INFO(logger(), "mcp call after shutdown dropped call={}",
                                    jsonrpc::id_text(request.id));
-                end_without_reply(call->key);
+                if (auto answer = shutdown_answer()) {
+                    send_error(request.id, ErrorCode::kInternalError, *answer);
+                } else {
+                    end_without_reply(call->key);
+                }
                 return;
         }
     }
@@ -465,7 +475,7 @@ private:
         if (call.stop.stop_requested()) {
             SPDLOG_LOGGER_INFO(logger(), "mcp call dropped before start call={} tool={}{}",
                                request_id, call.name, context_);
-            return std::nullopt;
+            return stopped_reply(call);
         }
         CallInfo info{
             .request_id = request_id,
@@ -510,9 +520,11 @@ private:
                     return reply;
                 }
             }
-            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} cancelled dur_ms={}{}",
-                               request_id, call.name, dur_ms, context_);
-            return std::nullopt;
+            std::optional<std::string> reply = stopped_reply(call);
+            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} {} dur_ms={}{}", request_id,
+                               call.name, reply ? "stopped by shutdown" : "cancelled", dur_ms,
+                               context_);
+            return reply;
         }
         if (!result) {
             return jsonrpc::encode_error(
@@ -525,6 +537,24 @@ private:
             return unknown_tool_error(call.id, call.name, call.known_tools);
         }
         return call_result_line(call, std::move(*result));
+    }
+
+    // The reply to a call stopped before its end: none when the client cancelled it or went
+    // away, the shutdown's error when the server stopped it (shutdown_answering()).
+    std::optional<std::string> stopped_reply(const Call& call) {
+        if (call.cancelled_by_client || !closing_) {
+            return std::nullopt;
+        }
+        std::optional<std::string> answer = shutdown_answer();
+        if (!answer) {
+            return std::nullopt;
+        }
+        return jsonrpc::encode_error(call.id, ErrorCode::kInternalError, *answer);
+    }
+
+    std::optional<std::string> shutdown_answer() {
+        std::lock_guard lock(shutdown_mu_);
+        return shutdown_answer_;
     }
 
     std::string call_result_line(const Call& call, ToolCallResult result) {
@@ -608,9 +638,11 @@ private:
 
     ToolHost& host_;
     const ServerOptions& options_;
-    const std::string context_;         // " " + options_.log_context, or empty
-    LegacySession session_;             // Thread: the one delivering
-    std::atomic<bool> closing_{false};  // shutdown() began: no more replies to calls
+    const std::string context_;                   // " " + options_.log_context, or empty
+    LegacySession session_;                       // Thread: the one delivering
+    std::atomic<bool> closing_{false};            // shutdown() began: later messages are ignored
+    std::mutex shutdown_mu_;                      // orders the first shutdown() and its answer
+    std::optional<std::string> shutdown_answer_;  // guarded by shutdown_mu_
     Outbox& out_;
     Elicitor elicitor_;
     CallPool pool_;  // last: its threads stop before the rest goes
@@ -620,7 +652,7 @@ Connection::Connection(ToolHost& host, const ServerOptions& options, Outbox& out
     : impl_(std::make_unique<Impl>(host, options, out)) {}
 
 Connection::~Connection() {
-    impl_->shutdown();
+    impl_->shutdown(std::nullopt);
 }
 
 void Connection::deliver(std::string_view text) {
@@ -640,7 +672,11 @@ std::size_t Connection::calls() const {
 }
 
 void Connection::shutdown() {
-    impl_->shutdown();
+    impl_->shutdown(std::nullopt);
+}
+
+void Connection::shutdown_answering(std::string message) {
+    impl_->shutdown(std::move(message));
 }
 
 }  // namespace stockade::mcp
