@@ -34,9 +34,10 @@ std::shared_ptr<spdlog::logger> logger() {
     return runner_logger;
 }
 
-json server_info(const ServerOptions& options) {
+// MCP Implementation: the title only from 2025-06-18 on, which added it.
+json server_info(const ServerOptions& options, std::string_view version) {
     json info = {{"name", options.name}, {"version", options.version}};
-    if (!options.title.empty()) {
+    if (!options.title.empty() && revision_features(version).titles) {
         info["title"] = options.title;
     }
     return info;
@@ -52,16 +53,17 @@ json text_result(std::string text, bool is_error) {
 }
 
 // CallToolResult. The host's metadata goes out as the result's _meta. Structured content, when
-// the host gives one, goes out as structuredContent and, when the text is empty, also as
-// serialized JSON in the text block (the spec's backwards-compatibility advice).
-json call_result_json(ToolCallResult result, bool modern) {
+// the host gives one, goes out as structuredContent (from 2025-06-18 on, which added it) and,
+// when the text is empty, also as serialized JSON in the text block (the spec's
+// backwards-compatibility advice, and all that an earlier revision's client gets).
+json call_result_json(ToolCallResult result, const RequestProtocol& protocol) {
     const bool has_structured =
-        modern ? !result.structured.is_null() : result.structured.is_object();
+        protocol.modern ? !result.structured.is_null() : result.structured.is_object();
     if (result.text.empty() && has_structured) {
         result.text = jsonrpc::dump(result.structured);
     }
     json out = text_result(std::move(result.text), result.is_error);
-    if (has_structured) {
+    if (has_structured && revision_features(protocol.version).structured_content) {
         out["structuredContent"] = std::move(result.structured);
     }
     if (result.meta.is_object() && !result.meta.empty()) {
@@ -103,7 +105,7 @@ public:
           options_(options),
           context_(options.log_context.empty() ? std::string() : " " + options.log_context),
           out_(out),
-          elicitor_(out_, options.max_message_bytes, server_info(options)),
+          elicitor_(out_, options.max_message_bytes, server_info(options, kProtocol20260728)),
           pool_(CallPoolLimits{.threads = options.max_concurrent_calls,
                                .max_calls = options.max_pending_calls,
                                .max_bytes = options.max_pending_bytes}) {}
@@ -244,7 +246,7 @@ private:
                            jsonrpc::dump(session_.client_info), requested, session_.version);
         json result = {{"protocolVersion", session_.version},
                        {"capabilities", server_capabilities()},
-                       {"serverInfo", server_info(options_)}};
+                       {"serverInfo", server_info(options_, session_.version)}};
         if (!options_.instructions.empty()) {
             result["instructions"] = options_.instructions;
         }
@@ -265,7 +267,7 @@ private:
         }
         json result = {{"supportedVersions", std::move(versions)},
                        {"capabilities", server_capabilities()},
-                       {"serverInfo", server_info(options_)},
+                       {"serverInfo", server_info(options_, kProtocol20260728)},
                        {"ttlMs", options_.cache_ttl.count()},
                        {"cacheScope", "private"}};
         if (!options_.instructions.empty()) {
@@ -291,7 +293,7 @@ private:
         }
         json entries = json::array();
         for (const auto& tool : *tools) {
-            entries.push_back(tool_json(tool));
+            entries.push_back(tool_json(tool, protocol.version));
         }
         json result = {{"tools", std::move(entries)}};
         if (protocol.modern) {
@@ -487,7 +489,8 @@ private:
             .protocol_version = call.protocol.version,
             .client_info = call.protocol.client_info,
             .client_capabilities = call.protocol.client_capabilities,
-            .elicit = supports_form_elicitation(call.protocol.client_capabilities)
+            .elicit = revision_features(call.protocol.version).elicitation &&
+                              supports_form_elicitation(call.protocol.client_capabilities)
                           ? ElicitFn([this, shared_call](const ElicitRequest& request) {
                                 return elicitor_.elicit(*shared_call, request);
                             })
@@ -558,7 +561,7 @@ private:
     }
 
     std::string call_result_line(const Call& call, ToolCallResult result) {
-        json body = call_result_json(std::move(result), call.protocol.modern);
+        json body = call_result_json(std::move(result), call.protocol);
         std::string line =
             jsonrpc::encode_result(call.id, decorate(std::move(body), call.protocol));
         if (line.size() > options_.max_message_bytes) {
@@ -590,7 +593,7 @@ private:
         if (total.has_value() && std::isfinite(*total)) {
             params["total"] = *total;
         }
-        if (!message.empty()) {
+        if (!message.empty() && revision_features(call.protocol.version).progress_message) {
             params["message"] = std::move(message);
         }
         // Written under progress_mu so that notifications leave in the order of their values
@@ -605,7 +608,7 @@ private:
     json decorate(json result, const RequestProtocol& protocol) const {
         if (protocol.modern) {
             result["resultType"] = "complete";
-            result["_meta"][std::string(kMetaServerInfo)] = server_info(options_);
+            result["_meta"][std::string(kMetaServerInfo)] = server_info(options_, protocol.version);
         }
         return result;
     }

@@ -328,6 +328,7 @@ struct EventStream {
     std::string request;  // the request's id key; empty for the GET stream
     bool sse = true;      // false: one JSON response
     std::string tool;     // tools/call: the tool, for the metrics
+    bool priming = true;  // begins with a priming event (RevisionFeatures::sse_priming)
     Clock::time_point started = Clock::now();
     // Guarded by McpSession::mu.
     std::uint64_t next_seq = 1;
@@ -438,6 +439,16 @@ public:
     }
 
     [[nodiscard]] bool ended() const { return ended_; }
+
+    // The revision the session's initialize negotiated (2025-11-25 before one).
+    [[nodiscard]] std::string version() {
+        std::lock_guard lock(mu);
+        return version_;
+    }
+    void negotiated(std::string version) {
+        std::lock_guard lock(mu);
+        version_ = std::move(version);
+    }
     void touch() { last_used.store(Clock::now().time_since_epoch().count()); }
     [[nodiscard]] std::size_t calls() const {
         return connection_ && !ended_ ? connection_->calls() : 0;
@@ -460,7 +471,7 @@ public:
 
     // A stream for request `key`, attached to `waiter`. Refused when a request with that id is
     // still in progress, or the session has ended.
-    OpenedStream open_stream(const std::string& key, bool sse, std::string tool,
+    OpenedStream open_stream(const std::string& key, bool sse, std::string tool, bool priming,
                              std::shared_ptr<asio::steady_timer> waiter) {
         std::lock_guard lock(mu);
         if (streams_closed_) {
@@ -474,6 +485,7 @@ public:
         stream->request = key;
         stream->sse = sse;
         stream->tool = std::move(tool);
+        stream->priming = priming;
         stream->waiter = std::move(waiter);
         by_request_.emplace(key, stream);
         if (sse) {
@@ -492,6 +504,7 @@ public:
         if (!standalone_) {
             standalone_ = std::make_shared<EventStream>();
             standalone_->number = next_stream_++;
+            standalone_->priming = revision_features(version_).sse_priming;
             streams_.emplace(standalone_->number, standalone_);
         }
         standalone_->waiter = std::move(waiter);
@@ -641,6 +654,7 @@ private:
     std::unique_ptr<Connection> connection_;  // after host_: ends first
     std::atomic<bool> ended_{false};
     // Guarded by mu.
+    std::string version_ = std::string(kProtocol20251125);
     bool streams_closed_ = false;  // end() answered the open requests: no stream opens now
     std::unordered_map<std::string, std::shared_ptr<EventStream>> by_request_;
     std::map<std::uint64_t, std::shared_ptr<EventStream>> streams_;  // SSE ones, by number
@@ -1196,8 +1210,23 @@ private:
         if (is_call) {
             tool = http::request_name(*rpc).value_or("");
         }
+        // The revision the response is written under: the request's own, the one its
+        // initialize negotiates, or the session's.
+        std::string version;
+        if (declared) {
+            version = *declared;
+        } else if (rpc->method == "initialize") {
+            const json requested =
+                rpc->params.is_object() ? rpc->params.value("protocolVersion", json()) : json();
+            version = negotiate_initialize_version(
+                requested.is_string() ? requested.get<std::string>() : std::string());
+            session->negotiated(version);
+        } else {
+            version = session->version();
+        }
         const json id = rpc->id;
-        auto opened = session->open_stream(jsonrpc::id_key(id), sse, std::move(tool), waiter);
+        auto opened = session->open_stream(jsonrpc::id_key(id), sse, std::move(tool),
+                                           revision_features(version).sse_priming, waiter);
         if (opened.ended) {
             HttpResponse reply = draining_ ? shutting_down(rpc) : session_not_found(rpc);
             co_return co_await write(stream, std::move(reply), request);
@@ -1226,7 +1255,10 @@ private:
             http::trim_ows(header_or_empty(request, "Mcp-Session-Id"));
         if (session_header.empty()) {
             HttpResponse response = text_response(
-                405, "GET needs an Mcp-Session-Id: there is no stream outside a session.\n");
+                405,
+                "GET needs an Mcp-Session-Id: there is no stream outside a session. This server "
+                "speaks Streamable HTTP (MCP 2025-03-26 and later), not the HTTP+SSE transport "
+                "of 2024-11-05: POST initialize to this URL to open a session.\n");
             response.set(bhttp::field::allow, "POST, DELETE");
             co_return co_await write(stream, std::move(response), request);
         }
@@ -1323,12 +1355,15 @@ private:
         head_text << head.base();
         std::string out = head_text.str();
         // The priming event: an id to resume from and how long to wait before reconnecting,
-        // before anything else is sent.
+        // before anything else is sent. Not to a client of a revision before 2025-11-25, which
+        // would read its empty data as a message; its events' own ids resume the stream.
         std::string batch;
         {
             std::lock_guard lock(session.mu);
-            batch = http::sse_event(http::event_id({events->number, events->resumed_from}), "",
-                                    kRetryMs);
+            if (events->priming) {
+                batch = http::sse_event(http::event_id({events->number, events->resumed_from}), "",
+                                        kRetryMs);
+            }
         }
         bool complete = false;
         for (;;) {

@@ -567,5 +567,52 @@ TEST_F(HttpServerTest, NewSessionsAndCallsWhileDrainingAreRefusedWith503) {
     expect_shutdown_error(json::parse(running.read().body), 1, 3);
 }
 
+// ---- protocol revisions over HTTP --------------------------------------------------------
+
+TEST_F(HttpServerTest, OlderRevisionsInTheProtocolVersionHeaderAreServed) {
+    start();
+    for (const std::string version : {"2025-03-26", "2024-11-05"}) {
+        const std::string session = open_session(version);
+        Client client(endpoint());
+        client.send("POST", rpc(1, "tools/list", json::object()).dump(),
+                    {{"Accept", "application/json"},
+                     {"Mcp-Session-Id", session},
+                     {"MCP-Protocol-Version", version}});
+        Reply reply = client.read();
+        EXPECT_EQ(reply.status, 200) << version << ": " << reply.body;
+        EXPECT_EQ(json::parse(reply.body)["result"]["tools"].size(), 2U) << version;
+    }
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(1, "tools/list", json::object()).dump(),
+                {{"Accept", "application/json"},
+                 {"Mcp-Session-Id", session},
+                 {"MCP-Protocol-Version", "2024-10-07"}});
+    Reply refused = client.read();
+    EXPECT_EQ(refused.status, 400) << "a revision we do not serve";
+    EXPECT_EQ(json::parse(refused.body)["error"]["message"],
+              "Unsupported MCP-Protocol-Version \"2024-10-07\".");
+}
+
+TEST_F(HttpServerTest, StreamsBegin20251125WithAPrimingEventAndEarlierRevisionsWithoutOne) {
+    start();
+    for (const std::string version : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
+        const std::string session = open_session(version);
+        Client client(endpoint());
+        client.send(
+            "POST", rpc(1, "tools/call", {{"name", "nap"}}).dump(),
+            {{"Accept", "application/json, text/event-stream"}, {"Mcp-Session-Id", session}});
+        Reply reply = client.read();
+        ASSERT_EQ(reply.status, 200) << version;
+        const bool primed = reply.body.starts_with("id: ") &&
+                            reply.body.find("\nretry: 1000\ndata: \n\n") != std::string::npos;
+        EXPECT_EQ(primed, version == "2025-11-25") << version << ":\n" << reply.body;
+        const bool empty_data = reply.body.find("data: \n") != std::string::npos;
+        EXPECT_EQ(empty_data, version == "2025-11-25") << version << ":\n" << reply.body;
+        ASSERT_EQ(sse_messages(reply.body).size(), 1U) << reply.body;
+        EXPECT_EQ(sse_messages(reply.body)[0]["result"]["content"][0]["text"], "nap done");
+    }
+}
+
 }  // namespace
 }  // namespace stockade::mcp
