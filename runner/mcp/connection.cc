@@ -34,9 +34,10 @@ std::shared_ptr<spdlog::logger> logger() {
     return runner_logger;
 }
 
-json server_info(const ServerOptions& options) {
+// MCP Implementation: the title only from 2025-06-18 on, which added it.
+json server_info(const ServerOptions& options, std::string_view version) {
     json info = {{"name", options.name}, {"version", options.version}};
-    if (!options.title.empty()) {
+    if (!options.title.empty() && revision_features(version).titles) {
         info["title"] = options.title;
     }
     return info;
@@ -52,16 +53,17 @@ json text_result(std::string text, bool is_error) {
 }
 
 // CallToolResult. The host's metadata goes out as the result's _meta. Structured content, when
-// the host gives one, goes out as structuredContent and, when the text is empty, also as
-// serialized JSON in the text block (the spec's backwards-compatibility advice).
-json call_result_json(ToolCallResult result, bool modern) {
+// the host gives one, goes out as structuredContent (from 2025-06-18 on, which added it) and,
+// when the text is empty, also as serialized JSON in the text block (the spec's
+// backwards-compatibility advice, and all that an earlier revision's client gets).
+json call_result_json(ToolCallResult result, const RequestProtocol& protocol) {
     const bool has_structured =
-        modern ? !result.structured.is_null() : result.structured.is_object();
+        protocol.modern ? !result.structured.is_null() : result.structured.is_object();
     if (result.text.empty() && has_structured) {
         result.text = jsonrpc::dump(result.structured);
     }
     json out = text_result(std::move(result.text), result.is_error);
-    if (has_structured) {
+    if (has_structured && revision_features(protocol.version).structured_content) {
         out["structuredContent"] = std::move(result.structured);
     }
     if (result.meta.is_object() && !result.meta.empty()) {
@@ -103,7 +105,7 @@ public:
           options_(options),
           context_(options.log_context.empty() ? std::string() : " " + options.log_context),
           out_(out),
-          elicitor_(out_, options.max_message_bytes, server_info(options)),
+          elicitor_(out_, options.max_message_bytes, server_info(options, kProtocol20260728)),
           pool_(CallPoolLimits{.threads = options.max_concurrent_calls,
                                .max_calls = options.max_pending_calls,
                                .max_bytes = options.max_pending_bytes}) {}
@@ -159,9 +161,15 @@ public:
 
     [[nodiscard]] std::size_t calls() const { return pool_.size(); }
 
-    void shutdown() {
-        if (closing_.exchange(true)) {
-            return;
+    // `answer`: the message of the error that answers each call stopped, or nullopt for none.
+    void shutdown(std::optional<std::string> answer) {
+        {
+            std::lock_guard lock(shutdown_mu_);
+            if (closing_) {
+                return;
+            }
+            shutdown_answer_ = std::move(answer);
+            closing_ = true;
         }
         elicitor_.close();  // legacy questions fail at once: nobody is left to answer them
         if (const std::size_t cancelled = pool_.shutdown(); cancelled > 0) {
@@ -238,7 +246,7 @@ private:
                            jsonrpc::dump(session_.client_info), requested, session_.version);
         json result = {{"protocolVersion", session_.version},
                        {"capabilities", server_capabilities()},
-                       {"serverInfo", server_info(options_)}};
+                       {"serverInfo", server_info(options_, session_.version)}};
         if (!options_.instructions.empty()) {
             result["instructions"] = options_.instructions;
         }
@@ -259,7 +267,7 @@ private:
         }
         json result = {{"supportedVersions", std::move(versions)},
                        {"capabilities", server_capabilities()},
-                       {"serverInfo", server_info(options_)},
+                       {"serverInfo", server_info(options_, kProtocol20260728)},
                        {"ttlMs", options_.cache_ttl.count()},
                        {"cacheScope", "private"}};
         if (!options_.instructions.empty()) {
@@ -285,7 +293,7 @@ private:
         }
         json entries = json::array();
         for (const auto& tool : *tools) {
-            entries.push_back(tool_json(tool));
+            entries.push_back(tool_json(tool, protocol.version));
         }
         json result = {{"tools", std::move(entries)}};
         if (protocol.modern) {
@@ -395,7 +403,11 @@ private:
             case CallPool::Admission::kClosed:
                 SPDLOG_LOGGER_INFO(logger(), "mcp call after shutdown dropped call={}",
                                    jsonrpc::id_text(request.id));
-                end_without_reply(call->key);
+                if (auto answer = shutdown_answer()) {
+                    send_error(request.id, ErrorCode::kInternalError, *answer);
+                } else {
+                    end_without_reply(call->key);
+                }
                 return;
         }
     }
@@ -465,7 +477,7 @@ private:
         if (call.stop.stop_requested()) {
             SPDLOG_LOGGER_INFO(logger(), "mcp call dropped before start call={} tool={}{}",
                                request_id, call.name, context_);
-            return std::nullopt;
+            return stopped_reply(call);
         }
         CallInfo info{
             .request_id = request_id,
@@ -477,7 +489,8 @@ private:
             .protocol_version = call.protocol.version,
             .client_info = call.protocol.client_info,
             .client_capabilities = call.protocol.client_capabilities,
-            .elicit = supports_form_elicitation(call.protocol.client_capabilities)
+            .elicit = revision_features(call.protocol.version).elicitation &&
+                              supports_form_elicitation(call.protocol.client_capabilities)
                           ? ElicitFn([this, shared_call](const ElicitRequest& request) {
                                 return elicitor_.elicit(*shared_call, request);
                             })
@@ -510,9 +523,11 @@ private:
                     return reply;
                 }
             }
-            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} cancelled dur_ms={}{}",
-                               request_id, call.name, dur_ms, context_);
-            return std::nullopt;
+            std::optional<std::string> reply = stopped_reply(call);
+            SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} {} dur_ms={}{}", request_id,
+                               call.name, reply ? "stopped by shutdown" : "cancelled", dur_ms,
+                               context_);
+            return reply;
         }
         if (!result) {
             return jsonrpc::encode_error(
@@ -527,8 +542,26 @@ private:
         return call_result_line(call, std::move(*result));
     }
 
+    // The reply to a call stopped before its end: none when the client cancelled it or went
+    // away, the shutdown's error when the server stopped it (shutdown_answering()).
+    std::optional<std::string> stopped_reply(const Call& call) {
+        if (call.cancelled_by_client || !closing_) {
+            return std::nullopt;
+        }
+        std::optional<std::string> answer = shutdown_answer();
+        if (!answer) {
+            return std::nullopt;
+        }
+        return jsonrpc::encode_error(call.id, ErrorCode::kInternalError, *answer);
+    }
+
+    std::optional<std::string> shutdown_answer() {
+        std::lock_guard lock(shutdown_mu_);
+        return shutdown_answer_;
+    }
+
     std::string call_result_line(const Call& call, ToolCallResult result) {
-        json body = call_result_json(std::move(result), call.protocol.modern);
+        json body = call_result_json(std::move(result), call.protocol);
         std::string line =
             jsonrpc::encode_result(call.id, decorate(std::move(body), call.protocol));
         if (line.size() > options_.max_message_bytes) {
@@ -560,7 +593,7 @@ private:
         if (total.has_value() && std::isfinite(*total)) {
             params["total"] = *total;
         }
-        if (!message.empty()) {
+        if (!message.empty() && revision_features(call.protocol.version).progress_message) {
             params["message"] = std::move(message);
         }
         // Written under progress_mu so that notifications leave in the order of their values
@@ -575,7 +608,7 @@ private:
     json decorate(json result, const RequestProtocol& protocol) const {
         if (protocol.modern) {
             result["resultType"] = "complete";
-            result["_meta"][std::string(kMetaServerInfo)] = server_info(options_);
+            result["_meta"][std::string(kMetaServerInfo)] = server_info(options_, protocol.version);
         }
         return result;
     }
@@ -608,9 +641,11 @@ private:
 
     ToolHost& host_;
     const ServerOptions& options_;
-    const std::string context_;         // " " + options_.log_context, or empty
-    LegacySession session_;             // Thread: the one delivering
-    std::atomic<bool> closing_{false};  // shutdown() began: no more replies to calls
+    const std::string context_;                   // " " + options_.log_context, or empty
+    LegacySession session_;                       // Thread: the one delivering
+    std::atomic<bool> closing_{false};            // shutdown() began: later messages are ignored
+    std::mutex shutdown_mu_;                      // orders the first shutdown() and its answer
+    std::optional<std::string> shutdown_answer_;  // guarded by shutdown_mu_
     Outbox& out_;
     Elicitor elicitor_;
     CallPool pool_;  // last: its threads stop before the rest goes
@@ -620,7 +655,7 @@ Connection::Connection(ToolHost& host, const ServerOptions& options, Outbox& out
     : impl_(std::make_unique<Impl>(host, options, out)) {}
 
 Connection::~Connection() {
-    impl_->shutdown();
+    impl_->shutdown(std::nullopt);
 }
 
 void Connection::deliver(std::string_view text) {
@@ -640,7 +675,11 @@ std::size_t Connection::calls() const {
 }
 
 void Connection::shutdown() {
-    impl_->shutdown();
+    impl_->shutdown(std::nullopt);
+}
+
+void Connection::shutdown_answering(std::string message) {
+    impl_->shutdown(std::move(message));
 }
 
 }  // namespace stockade::mcp

@@ -63,8 +63,14 @@ public:
     [[nodiscard]] std::size_t calls() const;
 
     // Requests stop on every call and waits for them; questions waiting for the user fail;
-    // later messages are ignored. Idempotent.
+    // later messages are ignored. A stopped call gets no response (the client went away, or
+    // ended the session itself). Idempotent: only the first shutdown counts.
     void shutdown();
+    // The same, for a connection the server ends while its client is still there (serve --http
+    // draining, the operator ending a session): each call it stops, running or waiting, is
+    // answered with JSON-RPC error -32603 and `message` (what happened and what to do next)
+    // rather than never. A call the client cancelled still gets no response.
+    void shutdown_answering(std::string message);
 
 private:
     class Impl;

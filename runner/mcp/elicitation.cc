@@ -151,7 +151,7 @@ Result<json> elicit_params(const ElicitRequest& request, std::string_view protoc
         }
     }
     json params = {{"message", request.message}, {"requestedSchema", std::move(schema)}};
-    if (protocol_version != kProtocol20250618) {
+    if (revision_features(protocol_version).elicitation_mode) {
         params["mode"] = "form";  // 2025-11-25 added the field; "form" is its default
     }
     return params;

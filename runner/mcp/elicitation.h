@@ -27,7 +27,7 @@ bool supports_form_elicitation(const nlohmann::json& client_capabilities);
 
 // The params of elicitation/create for `request` under `protocol_version`:
 //   {"mode": "form", "message": ..., "requestedSchema": {"type": "object", "properties": ...}}
-// ("mode" is left out for 2025-06-18, which predates it). The schema gets "type": "object" and
+// ("mode" is left out before 2025-11-25, which added it). The schema gets "type": "object" and
 // "properties": {} when missing. kInvalidArgument when the schema is not a flat object of
 // primitive properties (what the spec's PrimitiveSchemaDefinition allows).
 Result<nlohmann::json> elicit_params(const ElicitRequest& request,

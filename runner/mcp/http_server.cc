@@ -139,6 +139,14 @@ std::string prometheus_label(std::string_view value) {
 // The retry field of every stream's priming event: how long a client waits before it resumes.
 constexpr unsigned kRetryMs = 1000;
 
+// What a request that comes while the server drains is told, with 503 and Retry-After.
+constexpr std::string_view kShuttingDownRefusal =
+    "Stockade is shutting down and takes no new sessions or tool calls. Retry in a new session "
+    "once the server is back, or on another server.";
+constexpr const char* kShuttingDownRetryAfter = "5";
+// How long a drain waits, once every session has ended, for their last responses to be written.
+constexpr std::chrono::seconds kDrainFlush{5};
+
 constexpr std::array<double, 13> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                                     1,     2.5,  5,     10,   30,  60};
 
@@ -320,6 +328,7 @@ struct EventStream {
     std::string request;  // the request's id key; empty for the GET stream
     bool sse = true;      // false: one JSON response
     std::string tool;     // tools/call: the tool, for the metrics
+    bool priming = true;  // begins with a priming event (RevisionFeatures::sse_priming)
     Clock::time_point started = Clock::now();
     // Guarded by McpSession::mu.
     std::uint64_t next_seq = 1;
@@ -332,6 +341,18 @@ struct EventStream {
     std::string reply;               // JSON mode: the response; empty when none
     // The attached writer's wake-up (a timer it waits on); null when nobody writes the stream.
     std::shared_ptr<asio::steady_timer> waiter;
+};
+
+// Counts a response being written, for as long as it lives.
+class Responding {
+public:
+    explicit Responding(std::atomic<std::size_t>& count) : count_(count) { ++count_; }
+    ~Responding() { --count_; }
+    Responding(const Responding&) = delete;
+    Responding& operator=(const Responding&) = delete;
+
+private:
+    std::atomic<std::size_t>& count_;
 };
 
 void wake(EventStream& stream) {
@@ -363,21 +384,46 @@ public:
     }
 
     // Ends the session: stops its calls and waits for them, then closes its tool host (the
-    // sandbox). Blocking; idempotent. Streams still open end.
-    void end() {
+    // sandbox). Blocking; idempotent. Streams still open end. `answer`: when the server ends
+    // the session while its client is there (draining, the operator), every request not yet
+    // answered, a call it stopped included, is answered with JSON-RPC error -32603 and this
+    // message; nullopt (the client's DELETE, an idle session): they end with no answer.
+    void end(const std::optional<std::string>& answer = std::nullopt) {
         if (ended_.exchange(true)) {
             return;
         }
         if (connection_) {
-            connection_->shutdown();
+            if (answer) {
+                connection_->shutdown_answering(*answer);
+            } else {
+                connection_->shutdown();
+            }
+        }
+        {
+            // A message being delivered has been handled; later ones are not (ended_).
+            std::lock_guard delivered(deliver_mu_);
         }
         {
             std::lock_guard lock(mu);
-            for (auto& [number, stream] : streams_) {
-                stream->done = true;
+            streams_closed_ = true;
+            for (auto& [key, stream] : by_request_) {
+                // A request whose answer will not come: the connection ignored it (it came as
+                // the session ended), or it was being answered when the connection shut down.
+                std::string message;
+                if (answer) {
+                    json request_id = json::parse(key, nullptr, false);
+                    message = jsonrpc::encode_error(
+                        jsonrpc::is_valid_id(request_id) ? request_id : json(nullptr),
+                        jsonrpc::ErrorCode::kInternalError, *answer);
+                }
+                finish(*stream, message);
+                if (stream->sse && !message.empty()) {
+                    append(*stream, message);
+                }
                 wake(*stream);
             }
-            for (auto& [key, stream] : by_request_) {
+            by_request_.clear();
+            for (auto& [number, stream] : streams_) {
                 stream->done = true;
                 wake(*stream);
             }
@@ -393,6 +439,16 @@ public:
     }
 
     [[nodiscard]] bool ended() const { return ended_; }
+
+    // The revision the session's initialize negotiated (2025-11-25 before one).
+    [[nodiscard]] std::string version() {
+        std::lock_guard lock(mu);
+        return version_;
+    }
+    void negotiated(std::string version) {
+        std::lock_guard lock(mu);
+        version_ = std::move(version);
+    }
     void touch() { last_used.store(Clock::now().time_since_epoch().count()); }
     [[nodiscard]] std::size_t calls() const {
         return connection_ && !ended_ ? connection_->calls() : 0;
@@ -408,26 +464,35 @@ public:
         }
     }
 
-    // A stream for request `key`, attached to `waiter`. Null when a request with that id is
-    // still in progress.
-    std::shared_ptr<EventStream> open_stream(const std::string& key, bool sse, std::string tool,
-                                             std::shared_ptr<asio::steady_timer> waiter) {
+    struct OpenedStream {
+        std::shared_ptr<EventStream> stream;  // null: refused
+        bool ended = false;                   // refused because the session ended
+    };
+
+    // A stream for request `key`, attached to `waiter`. Refused when a request with that id is
+    // still in progress, or the session has ended.
+    OpenedStream open_stream(const std::string& key, bool sse, std::string tool, bool priming,
+                             std::shared_ptr<asio::steady_timer> waiter) {
         std::lock_guard lock(mu);
+        if (streams_closed_) {
+            return {.stream = nullptr, .ended = true};
+        }
         if (by_request_.contains(key)) {
-            return nullptr;
+            return {.stream = nullptr, .ended = false};
         }
         auto stream = std::make_shared<EventStream>();
         stream->number = next_stream_++;
         stream->request = key;
         stream->sse = sse;
         stream->tool = std::move(tool);
+        stream->priming = priming;
         stream->waiter = std::move(waiter);
         by_request_.emplace(key, stream);
         if (sse) {
             streams_.emplace(stream->number, stream);
             forget_old_streams();
         }
-        return stream;
+        return {.stream = stream, .ended = false};
     }
 
     // The GET stream, attached to `waiter`; null when one is attached already.
@@ -439,6 +504,7 @@ public:
         if (!standalone_) {
             standalone_ = std::make_shared<EventStream>();
             standalone_->number = next_stream_++;
+            standalone_->priming = revision_features(version_).sse_priming;
             streams_.emplace(standalone_->number, standalone_);
         }
         standalone_->waiter = std::move(waiter);
@@ -588,6 +654,8 @@ private:
     std::unique_ptr<Connection> connection_;  // after host_: ends first
     std::atomic<bool> ended_{false};
     // Guarded by mu.
+    std::string version_ = std::string(kProtocol20251125);
+    bool streams_closed_ = false;  // end() answered the open requests: no stream opens now
     std::unordered_map<std::string, std::shared_ptr<EventStream>> by_request_;
     std::map<std::uint64_t, std::shared_ptr<EventStream>> streams_;  // SSE ones, by number
     std::shared_ptr<EventStream> standalone_;
@@ -1089,11 +1157,7 @@ private:
         if (!session_header.empty()) {
             session = find_session(session_header, tenant);
             if (!session) {
-                HttpResponse reply =
-                    rpc_error(404, rpc != nullptr ? rpc->id : json(nullptr),
-                              jsonrpc::ErrorCode::kInvalidRequest,
-                              "Session not found: it ended, or never existed. Start a new one "
-                              "with initialize.");
+                HttpResponse reply = draining_ ? shutting_down(rpc) : session_not_found(rpc);
                 co_return co_await write(stream, std::move(reply), request);
             }
         } else if (modern || (rpc != nullptr && rpc->method == "initialize")) {
@@ -1146,15 +1210,35 @@ private:
         if (is_call) {
             tool = http::request_name(*rpc).value_or("");
         }
+        // The revision the response is written under: the request's own, the one its
+        // initialize negotiates, or the session's.
+        std::string version;
+        if (declared) {
+            version = *declared;
+        } else if (rpc->method == "initialize") {
+            const json requested =
+                rpc->params.is_object() ? rpc->params.value("protocolVersion", json()) : json();
+            version = negotiate_initialize_version(
+                requested.is_string() ? requested.get<std::string>() : std::string());
+            session->negotiated(version);
+        } else {
+            version = session->version();
+        }
         const json id = rpc->id;
-        auto event_stream = session->open_stream(jsonrpc::id_key(id), sse, std::move(tool), waiter);
-        if (!event_stream) {
+        auto opened = session->open_stream(jsonrpc::id_key(id), sse, std::move(tool),
+                                           revision_features(version).sse_priming, waiter);
+        if (opened.ended) {
+            HttpResponse reply = draining_ ? shutting_down(rpc) : session_not_found(rpc);
+            co_return co_await write(stream, std::move(reply), request);
+        }
+        if (!opened.stream) {
             HttpResponse reply =
                 rpc_error(409, id, jsonrpc::ErrorCode::kInvalidRequest,
                           "Request id " + jsonrpc::id_text(id) +
                               " is already used by a request in progress in this session.");
             co_return co_await write(stream, std::move(reply), request);
         }
+        auto event_stream = std::move(opened.stream);
         session->deliver(std::move(message), request.body().size());
         // The answer to initialize names the session it opened.
         const std::string new_session = created ? session->id : std::string();
@@ -1171,7 +1255,10 @@ private:
             http::trim_ows(header_or_empty(request, "Mcp-Session-Id"));
         if (session_header.empty()) {
             HttpResponse response = text_response(
-                405, "GET needs an Mcp-Session-Id: there is no stream outside a session.\n");
+                405,
+                "GET needs an Mcp-Session-Id: there is no stream outside a session. This server "
+                "speaks Streamable HTTP (MCP 2025-03-26 and later), not the HTTP+SSE transport "
+                "of 2024-11-05: POST initialize to this URL to open a session.\n");
             response.set(bhttp::field::allow, "POST, DELETE");
             co_return co_await write(stream, std::move(response), request);
         }
@@ -1181,7 +1268,8 @@ private:
         }
         auto session = find_session(session_header, tenant);
         if (!session) {
-            HttpResponse reply = text_response(404, "Session not found.\n");
+            HttpResponse reply =
+                draining_ ? shutting_down(nullptr) : text_response(404, "Session not found.\n");
             co_return co_await write(stream, std::move(reply), request);
         }
         auto waiter = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
@@ -1222,11 +1310,20 @@ private:
         co_return co_await write(stream, std::move(reply), request);
     }
 
-    HttpResponse shutting_down(const jsonrpc::Request* rpc) const {
-        HttpResponse response = rpc_error(
-            503, rpc != nullptr ? rpc->id : json(nullptr), jsonrpc::ErrorCode::kInternalError,
-            "The server is shutting down and takes no new work; retry on another one.");
-        response.set(bhttp::field::retry_after, "5");
+    static HttpResponse session_not_found(const jsonrpc::Request* rpc) {
+        return rpc_error(404, rpc != nullptr ? rpc->id : json(nullptr),
+                         jsonrpc::ErrorCode::kInvalidRequest,
+                         "Session not found: it ended, or never existed. Start a new one with "
+                         "initialize.");
+    }
+
+    // A request that comes while the server drains: no new session, no new call, and no
+    // session once the drain has ended them.
+    static HttpResponse shutting_down(const jsonrpc::Request* rpc) {
+        HttpResponse response =
+            rpc_error(503, rpc != nullptr ? rpc->id : json(nullptr),
+                      jsonrpc::ErrorCode::kInternalError, std::string(kShuttingDownRefusal));
+        response.set(bhttp::field::retry_after, kShuttingDownRetryAfter);
         response.set(bhttp::field::connection, "close");
         return response;
     }
@@ -1239,6 +1336,7 @@ private:
                                  McpSession& session, std::shared_ptr<EventStream> events,
                                  std::shared_ptr<asio::steady_timer> waiter,
                                  const std::string& new_session) {
+        const Responding responding(responding_);
         bhttp::response<bhttp::empty_body> head{bhttp::status::ok, request.version()};
         head.set(bhttp::field::server, "stockade");
         head.set(bhttp::field::content_type, "text/event-stream");
@@ -1257,12 +1355,15 @@ private:
         head_text << head.base();
         std::string out = head_text.str();
         // The priming event: an id to resume from and how long to wait before reconnecting,
-        // before anything else is sent.
+        // before anything else is sent. Not to a client of a revision before 2025-11-25, which
+        // would read its empty data as a message; its events' own ids resume the stream.
         std::string batch;
         {
             std::lock_guard lock(session.mu);
-            batch = http::sse_event(http::event_id({events->number, events->resumed_from}), "",
-                                    kRetryMs);
+            if (events->priming) {
+                batch = http::sse_event(http::event_id({events->number, events->resumed_from}), "",
+                                        kRetryMs);
+            }
         }
         bool complete = false;
         for (;;) {
@@ -1336,6 +1437,7 @@ private:
                                 std::shared_ptr<EventStream> events,
                                 std::shared_ptr<asio::steady_timer> waiter,
                                 const std::string& new_session, bool modern) {
+        const Responding responding(responding_);
         std::string reply;
         for (;;) {
             {
@@ -1355,10 +1457,15 @@ private:
             co_return co_await write(stream, std::move(accepted), request);
         }
         unsigned status = 200;
+        const bool stopped = session.ended() && draining_;
         if (auto code = error_code(reply)) {
-            status = http::error_status(*code, modern);
+            // Under 2026-07-28 a call the drain stopped is what 503 says: retry later.
+            status = stopped && modern ? 503 : http::error_status(*code, modern);
         }
         HttpResponse response = json_response(status, std::move(reply));
+        if (status == 503) {
+            response.set(bhttp::field::retry_after, kShuttingDownRetryAfter);
+        }
         if (!new_session.empty()) {
             response.set("Mcp-Session-Id", new_session);
         }
@@ -1475,8 +1582,9 @@ private:
         co_return ok_status();
     }
 
-    static awaitable<void> stop_session(std::shared_ptr<McpSession> session) {
-        session->end();
+    static awaitable<void> stop_session(std::shared_ptr<McpSession> session,
+                                        std::optional<std::string> answer) {
+        session->end(answer);
         co_return;
     }
 
@@ -1493,15 +1601,18 @@ private:
         }
     }
 
-    // Ends a session off the I/O threads (its calls are waited for, its sandbox stopped).
-    awaitable<void> end_session(std::shared_ptr<McpSession> session) {
+    // Ends a session off the I/O threads (its calls are stopped and waited for, its sandbox
+    // stopped). `answer`: see McpSession::end.
+    awaitable<void> end_session(std::shared_ptr<McpSession> session,
+                                std::optional<std::string> answer = std::nullopt) {
         {
             std::lock_guard lock(sessions_mu_);
             if (auto it = sessions_.find(session->id); it != sessions_.end()) {
                 forget_locked(*it->second);
             }
         }
-        co_await asio::co_spawn(open_pool_, stop_session(session), use_awaitable);
+        co_await asio::co_spawn(open_pool_, stop_session(session, std::move(answer)),
+                                use_awaitable);
     }
 
     std::vector<std::shared_ptr<McpSession>> open_sessions() {
@@ -1555,13 +1666,22 @@ private:
                     SPDLOG_LOGGER_INFO(logger(), "http session {} tenant={} session={}",
                                        expired ? "past its lifetime" : "idle", session->tenant.name,
                                        session->short_id());
-                    asio::co_spawn(ioc_, end_session(session), asio::detached);
+                    std::optional<std::string> answer;
+                    if (expired) {
+                        answer = fmt::format(
+                            "This session reached its maximum lifetime ({} s) while this call "
+                            "was running, so the call was stopped and its processes killed; it "
+                            "may have done part of its work. Start a new session to retry it.",
+                            session->tenant.max_lifetime.count());
+                    }
+                    asio::co_spawn(ioc_, end_session(session, std::move(answer)), asio::detached);
                 }
             }
         }
     }
 
-    // SIGTERM: running calls get options_.drain to finish, then every session ends.
+    // SIGTERM: running calls get options_.drain to finish, then every session ends: a call
+    // still running is stopped and answered with an error that says so (drain_answer()).
     awaitable<void> drain() {
         const auto deadline = Clock::now() + options_.drain;
         asio::steady_timer timer(ioc_);
@@ -1570,8 +1690,15 @@ private:
             for (auto& session : open_sessions()) {
                 running += session->calls();
             }
-            if (running == 0 || Clock::now() >= deadline) {
-                SPDLOG_LOGGER_WARN(logger(), "http drain: ending every session ({} calls cut off)",
+            if (running == 0) {
+                SPDLOG_LOGGER_WARN(logger(),
+                                   "http drain: every call finished; ending every session");
+                break;
+            }
+            if (Clock::now() >= deadline) {
+                SPDLOG_LOGGER_WARN(logger(),
+                                   "http drain: {} calls still running at the deadline; stopping "
+                                   "them, answering each with an error, and ending every session",
                                    running);
                 break;
             }
@@ -1580,13 +1707,26 @@ private:
             co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
         }
         for (auto& session : open_sessions()) {
-            co_await end_session(session);
+            co_await end_session(session, drain_answer());
         }
-        // Let the streams that just ended write their last bytes.
-        timer.expires_after(std::chrono::milliseconds(200));
-        boost::system::error_code ec;
-        co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+        // Let the responses that just ended write their last bytes; a client that does not
+        // read them is not waited for long.
+        const auto flushed = Clock::now() + kDrainFlush;
+        while (responding_.load() > 0 && Clock::now() < flushed) {
+            timer.expires_after(std::chrono::milliseconds(20));
+            boost::system::error_code ec;
+            co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+        }
         ioc_.stop();
+    }
+
+    // The answer of a call the drain stopped.
+    [[nodiscard]] std::string drain_answer() const {
+        return fmt::format(
+            "Stockade is shutting down: this call was still running when the {} s given to "
+            "running calls ran out, so it was stopped and its processes killed; it may have done "
+            "part of its work. Retry it in a new session once the server is back.",
+            options_.drain.count());
     }
 
     // ---- operator endpoints --------------------------------------------------------------------
@@ -1636,7 +1776,13 @@ private:
             if (!session) {
                 return text_response(404, "No such session.\n");
             }
-            asio::co_spawn(ioc_, end_session(session), asio::detached);
+            asio::co_spawn(
+                ioc_,
+                end_session(session, std::string("The operator ended this session while this "
+                                                 "call was running, so the call was stopped and "
+                                                 "its processes killed; it may have done part of "
+                                                 "its work. Start a new session to retry it.")),
+                asio::detached);
             return text_response(202, "Ending session " + id + ".\n");
         }
         return text_response(404,
@@ -1655,6 +1801,7 @@ private:
     std::string unix_path_;
     std::atomic<bool> draining_{false};
     std::atomic<std::size_t> connections_{0};
+    std::atomic<std::size_t> responding_{0};  // responses being written (SSE or JSON)
     Metrics metrics_;
     std::mutex sessions_mu_;
     std::unordered_map<std::string, std::shared_ptr<SessionSlot>> sessions_;  // by id

@@ -114,9 +114,10 @@ public:
     // Whether that is a loopback address or a unix socket (only local clients can reach it).
     [[nodiscard]] bool loopback() const;
 
-    // Serves until request_stop(). Then it drains: the listener closes, new requests get 503,
-    // running calls have HttpOptions::drain to finish, then every session ends (its calls are
-    // stopped, its sandbox with them). Returns when all of that is done.
+    // Serves until request_stop(). Then it drains: the listener closes, new sessions and calls
+    // get 503, running calls have HttpOptions::drain to finish, then every session ends (its
+    // sandbox with it): a call still running is stopped and answered with a JSON-RPC error
+    // saying that the server is shutting down. Returns when all of that is done.
     Status run();
     // Thread-safe; not async-signal-safe (serve handles its signals in the server's loop).
     void request_stop();

@@ -10,8 +10,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 3> kSupported = {kProtocol20260728, kProtocol20251125,
-                                                        kProtocol20250618};
+constexpr std::array<std::string_view, 5> kSupported = {
+    kProtocol20260728, kProtocol20251125, kProtocol20250618, kProtocol20250326, kProtocol20241105};
 
 json supported_list() {
     json list = json::array();
@@ -41,6 +41,20 @@ std::string negotiate_initialize_version(std::string_view requested) {
         return std::string(requested);
     }
     return std::string(kProtocol20251125);
+}
+
+RevisionFeatures revision_features(std::string_view version) noexcept {
+    if (!is_supported_version(version)) {
+        return {};
+    }
+    // Revisions are dates, so later ones compare greater.
+    return RevisionFeatures{.tool_annotations = version >= kProtocol20250326,
+                            .progress_message = version >= kProtocol20250326,
+                            .titles = version >= kProtocol20250618,
+                            .structured_content = version >= kProtocol20250618,
+                            .elicitation = version >= kProtocol20250618,
+                            .elicitation_mode = version >= kProtocol20251125,
+                            .sse_priming = version >= kProtocol20251125};
 }
 
 std::variant<RequestProtocol, ProtocolError> resolve_protocol(const json& params,
@@ -99,8 +113,9 @@ std::variant<RequestProtocol, ProtocolError> resolve_protocol(const json& params
     return protocol;
 }
 
-nlohmann::json tool_json(const ToolInfo& tool) {
+nlohmann::json tool_json(const ToolInfo& tool, std::string_view version) {
     using nlohmann::json;
+    const RevisionFeatures features = revision_features(version);
     json schema = tool.input_schema.is_object() ? tool.input_schema : json::object();
     if (!schema.contains("type")) {
         schema["type"] = "object";
@@ -110,13 +125,16 @@ nlohmann::json tool_json(const ToolInfo& tool) {
     }
     json entry = {
         {"name", tool.name}, {"description", tool.description}, {"inputSchema", std::move(schema)}};
-    if (!tool.title.empty()) {
+    if (!tool.title.empty() && features.titles) {
         entry["title"] = tool.title;
     }
-    if (tool.output_schema.is_object()) {
+    if (tool.output_schema.is_object() && features.structured_content) {
         entry["outputSchema"] = tool.output_schema;
     }
     json hints = json::object();
+    if (!tool.title.empty() && !features.titles) {
+        hints["title"] = tool.title;  // 2025-03-26's display name: ToolAnnotations.title
+    }
     const auto add_hint = [&hints](const char* key, const std::optional<bool>& value) {
         if (value.has_value()) {
             hints[key] = *value;
@@ -126,7 +144,7 @@ nlohmann::json tool_json(const ToolInfo& tool) {
     add_hint("destructiveHint", tool.annotations.destructive_hint);
     add_hint("idempotentHint", tool.annotations.idempotent_hint);
     add_hint("openWorldHint", tool.annotations.open_world_hint);
-    if (!hints.empty()) {
+    if (!hints.empty() && features.tool_annotations) {
         entry["annotations"] = std::move(hints);
     }
     return entry;

@@ -1,8 +1,8 @@
 // MCP protocol revisions and how one request picks the revision it is served under.
 //
 // Two eras (docs/protocol.md):
-//   legacy (2025-11-25, 2025-06-18): an `initialize` handshake negotiates a version for the
-//     whole connection; requests carry no version of their own.
+//   legacy (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05): an `initialize` handshake
+//     negotiates a version for the whole connection; requests carry no version of their own.
 //   modern (2026-07-28): no handshake; every request carries its version and the client's
 //     capabilities in params._meta ("io.modelcontextprotocol/protocolVersion",
 //     "io.modelcontextprotocol/clientCapabilities", optional ".../clientInfo").
@@ -26,6 +26,8 @@ namespace stockade::mcp {
 inline constexpr std::string_view kProtocol20260728 = "2026-07-28";
 inline constexpr std::string_view kProtocol20251125 = "2025-11-25";
 inline constexpr std::string_view kProtocol20250618 = "2025-06-18";
+inline constexpr std::string_view kProtocol20250326 = "2025-03-26";
+inline constexpr std::string_view kProtocol20241105 = "2024-11-05";
 
 // Reserved _meta keys (2026-07-28 basic/index "Per-request protocol fields").
 inline constexpr std::string_view kMetaProtocolVersion = "io.modelcontextprotocol/protocolVersion";
@@ -43,6 +45,23 @@ bool is_modern_version(std::string_view version) noexcept;
 // The version to answer an `initialize` with: the client's if it is a legacy version we
 // serve, else our latest legacy version (the client then decides whether to disconnect).
 std::string negotiate_initialize_version(std::string_view requested);
+
+// What a revision defines, of what this server sends: a client is sent only what its revision
+// has (docs/protocol.md §3, "Older revisions"). Each member names the revision that added it.
+struct RevisionFeatures {
+    bool tool_annotations = false;  // Tool.annotations, ToolAnnotations.title (2025-03-26)
+    bool progress_message = false;  // notifications/progress params.message (2025-03-26)
+    bool titles = false;            // Tool.title, Implementation.title (2025-06-18)
+    // CallToolResult.structuredContent, Tool.outputSchema (2025-06-18).
+    bool structured_content = false;
+    bool elicitation = false;       // elicitation/create (2025-06-18)
+    bool elicitation_mode = false;  // elicitation/create params.mode (2025-11-25)
+    // An SSE event with an id and empty data that primes the client to resume (2025-11-25).
+    // Clients of earlier revisions parse every event's data as a message.
+    bool sse_priming = false;
+};
+// The features of a version we serve (of an unknown one: none).
+RevisionFeatures revision_features(std::string_view version) noexcept;
 
 // What a legacy `initialize` established on this connection.
 struct LegacySession {
@@ -74,10 +93,12 @@ struct ProtocolError {
 std::variant<RequestProtocol, ProtocolError> resolve_protocol(const nlohmann::json& params,
                                                               const LegacySession& session);
 
-// A tool's tools/list entry, the one serialiser of it: the schema gets the two properties the
-// MCP spec and DESIGN.md §8 require of every tool unless it sets them, and only the hints the
-// tool gives.
-nlohmann::json tool_json(const ToolInfo& tool);
+// A tool's tools/list entry under `version`, the one serialiser of it: the schema gets the two
+// properties the MCP spec and DESIGN.md §8 require of every tool unless it sets them, and only
+// the hints the tool gives. What `version` does not define is left out: the title goes in the
+// annotations under 2025-03-26, and nothing but name, description and inputSchema is sent under
+// 2024-11-05.
+nlohmann::json tool_json(const ToolInfo& tool, std::string_view version);
 
 // The ToolInfo of one of our tools; its outputSchema only with `output_schema` (serve
 // --structured-content).

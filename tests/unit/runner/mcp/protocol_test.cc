@@ -1,6 +1,8 @@
 #include "runner/mcp/protocol.h"
 
+#include <string_view>
 #include <variant>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -23,7 +25,9 @@ json modern_meta(json version, json capabilities = json::object()) {
 TEST(ProtocolTest, InitializeEchoesASupportedLegacyVersionElseOurLatestLegacy) {
     EXPECT_EQ(negotiate_initialize_version("2025-11-25"), "2025-11-25");
     EXPECT_EQ(negotiate_initialize_version("2025-06-18"), "2025-06-18");
-    EXPECT_EQ(negotiate_initialize_version("2024-11-05"), "2025-11-25");
+    EXPECT_EQ(negotiate_initialize_version("2025-03-26"), "2025-03-26");
+    EXPECT_EQ(negotiate_initialize_version("2024-11-05"), "2024-11-05");
+    EXPECT_EQ(negotiate_initialize_version("2024-10-07"), "2025-11-25");  // a draft, never served
     EXPECT_EQ(negotiate_initialize_version("2026-07-28"), "2025-11-25");  // no handshake there
     EXPECT_EQ(negotiate_initialize_version("banana"), "2025-11-25");
 }
@@ -79,8 +83,10 @@ TEST(ProtocolTest, UnsupportedVersionListsWhatWeSupport) {
     ASSERT_TRUE(std::holds_alternative<ProtocolError>(resolved));
     const auto& e = std::get<ProtocolError>(resolved);
     EXPECT_EQ(e.code, jsonrpc::ErrorCode::kUnsupportedProtocolVersion);
-    EXPECT_EQ(e.data, json({{"supported", {"2026-07-28", "2025-11-25", "2025-06-18"}},
-                            {"requested", "1900-01-01"}}));
+    EXPECT_EQ(
+        e.data,
+        json({{"supported", {"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}},
+              {"requested", "1900-01-01"}}));
 }
 
 TEST(ProtocolTest, MissingOrMistypedRequiredMetaIsInvalidParams) {
@@ -90,6 +96,23 @@ TEST(ProtocolTest, MissingOrMistypedRequiredMetaIsInvalidParams) {
     auto not_string = resolve_protocol(modern_meta(20260728), LegacySession{});
     ASSERT_TRUE(std::holds_alternative<ProtocolError>(not_string));
     EXPECT_EQ(std::get<ProtocolError>(not_string).code, jsonrpc::ErrorCode::kInvalidParams);
+}
+
+TEST(ProtocolTest, EachRevisionHasTheFeaturesItAdded) {
+    const auto features = [](std::string_view version) {
+        const RevisionFeatures f = revision_features(version);
+        return std::vector<bool>{f.tool_annotations,   f.progress_message, f.titles,
+                                 f.structured_content, f.elicitation,      f.elicitation_mode,
+                                 f.sse_priming};
+    };
+    using Flags = std::vector<bool>;
+    EXPECT_EQ(features("2024-11-05"), Flags({false, false, false, false, false, false, false}));
+    EXPECT_EQ(features("2025-03-26"), Flags({true, true, false, false, false, false, false}));
+    EXPECT_EQ(features("2025-06-18"), Flags({true, true, true, true, true, false, false}));
+    EXPECT_EQ(features("2025-11-25"), Flags({true, true, true, true, true, true, true}));
+    EXPECT_EQ(features("2026-07-28"), Flags({true, true, true, true, true, true, true}));
+    EXPECT_EQ(features("2099-01-01"), Flags({false, false, false, false, false, false, false}))
+        << "a version we do not serve has nothing";
 }
 
 TEST(ProtocolTest, ProgressTokenIsReadInBothEras) {
@@ -111,15 +134,52 @@ TEST(ToolsListTest, EveryToolAsTheServerSendsIt) {
     nlohmann::json list = nlohmann::json::array();
     std::vector<std::string> names;
     for (const auto& tool : registry.all()) {
-        list.push_back(tool_json(tool_info(tool->spec(), false)));
+        list.push_back(tool_json(tool_info(tool->spec(), false), kProtocol20251125));
         names.emplace_back(tool->name());
     }
     EXPECT_EQ(names, (std::vector<std::string>{"read", "write", "edit", "grep", "glob", "bash",
                                                "process"}));
     stockade::testing::expect_golden("mcp", "tools_list.json", list.dump(2));
     // With --structured-content, each entry also declares its metadata's schema.
-    EXPECT_TRUE(tool_json(tool_info(registry.find("read")->spec(), true)).contains("outputSchema"));
+    const ToolInfo read = tool_info(registry.find("read")->spec(), true);
+    EXPECT_TRUE(tool_json(read, kProtocol20251125).contains("outputSchema"));
     EXPECT_FALSE(list[0].contains("outputSchema"));
+    // The modern revision lists the same entries.
+    for (const auto& tool : registry.all()) {
+        EXPECT_EQ(tool_json(tool_info(tool->spec(), true), kProtocol20260728),
+                  tool_json(tool_info(tool->spec(), true), kProtocol20251125));
+    }
+}
+
+// What an older revision's client is sent of a tool: only what its schema defines.
+TEST(ToolsListTest, OlderRevisionsGetOnlyTheFieldsTheyDefine) {
+    const ToolInfo tool{.name = "read",
+                        .title = "Read",
+                        .description = "Reads.",
+                        .input_schema = {{"type", "object"}},
+                        .output_schema = {{"type", "object"}},
+                        .annotations = {.read_only_hint = true,
+                                        .destructive_hint = std::nullopt,
+                                        .idempotent_hint = std::nullopt,
+                                        .open_world_hint = false}};
+    const json schema = {{"type", "object"}, {"additionalProperties", false}};
+    EXPECT_EQ(tool_json(tool, kProtocol20250618),
+              json({{"name", "read"},
+                    {"title", "Read"},
+                    {"description", "Reads."},
+                    {"inputSchema", schema},
+                    {"outputSchema", {{"type", "object"}}},
+                    {"annotations", {{"readOnlyHint", true}, {"openWorldHint", false}}}}));
+    // 2025-03-26: no outputSchema, and the title is the annotations' (Tool has none).
+    EXPECT_EQ(tool_json(tool, kProtocol20250326),
+              json({{"name", "read"},
+                    {"description", "Reads."},
+                    {"inputSchema", schema},
+                    {"annotations",
+                     {{"title", "Read"}, {"readOnlyHint", true}, {"openWorldHint", false}}}}));
+    // 2024-11-05: no annotations at all.
+    EXPECT_EQ(tool_json(tool, kProtocol20241105),
+              json({{"name", "read"}, {"description", "Reads."}, {"inputSchema", schema}}));
 }
 
 }  // namespace

@@ -380,7 +380,7 @@ TEST_F(McpServerTest, LegacyHandshakeNegotiatesAndAnswersPing) {
 TEST_F(McpServerTest, InitializeWithAnUnservedVersionGetsOurLatestLegacy) {
     start();
     request(1, "initialize",
-            {{"protocolVersion", "2024-11-05"},
+            {{"protocolVersion", "2024-10-07"},
              {"capabilities", json::object()},
              {"clientInfo", {{"name", "old"}, {"version", "0"}}}});
     EXPECT_EQ(next()["result"]["protocolVersion"], "2025-11-25");
@@ -404,16 +404,18 @@ TEST_F(McpServerTest, InitializeThatDeclares20260728InItsMetaIsAnUnknownMethod) 
 TEST_F(McpServerTest, ModernDiscoverNeedsNoHandshake) {
     start();
     request("d", "server/discover", {{"_meta", modern_meta()}});
-    EXPECT_EQ(next(), json({{"jsonrpc", "2.0"},
-                            {"id", "d"},
-                            {"result",
-                             {{"resultType", "complete"},
-                              {"supportedVersions", {"2026-07-28", "2025-11-25", "2025-06-18"}},
-                              {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                              {"serverInfo", kServerInfo},
-                              {"ttlMs", 0},
-                              {"cacheScope", "private"},
-                              {"_meta", {{"io.modelcontextprotocol/serverInfo", kServerInfo}}}}}}));
+    EXPECT_EQ(next(),
+              json({{"jsonrpc", "2.0"},
+                    {"id", "d"},
+                    {"result",
+                     {{"resultType", "complete"},
+                      {"supportedVersions",
+                       {"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}},
+                      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                      {"serverInfo", kServerInfo},
+                      {"ttlMs", 0},
+                      {"cacheScope", "private"},
+                      {"_meta", {{"io.modelcontextprotocol/serverInfo", kServerInfo}}}}}}));
 }
 
 TEST_F(McpServerTest, DiscoverWithoutMetaIsInvalidParams) {
@@ -719,6 +721,92 @@ TEST_F(McpServerTest, ProgressNotificationsIncreaseAndPrecedeTheResult) {
     EXPECT_EQ(next()["result"]["content"][0]["text"], "done");
 }
 
+// ---- older revisions: 2025-03-26 and 2024-11-05 ----------------------------------------------
+
+TEST_F(McpServerTest, OlderRevisionsAreNegotiatedAndServedWithoutTitles) {
+    start();
+    for (const char* version : {"2025-03-26", "2024-11-05"}) {
+        request(version, "initialize",
+                {{"protocolVersion", version},
+                 {"capabilities", json::object()},
+                 {"clientInfo", {{"name", "old"}, {"version", "0"}}}});
+        EXPECT_EQ(next(), json({{"jsonrpc", "2.0"},
+                                {"id", version},
+                                {"result",
+                                 {{"protocolVersion", version},
+                                  {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                                  {"serverInfo", {{"name", "stockade"}, {"version", "1.2.3"}}}}}}))
+            << "Implementation.title came in 2025-06-18";
+        notify("notifications/initialized", json::object());
+        request(1, "ping");
+        EXPECT_EQ(next(), json({{"jsonrpc", "2.0"}, {"id", 1}, {"result", json::object()}}));
+    }
+}
+
+TEST_F(McpServerTest, ToolsListUnder20250326PutsTheTitleInTheAnnotations) {
+    start();
+    initialize("2025-03-26");
+    request(1, "tools/list");
+    json tools = next()["result"]["tools"];
+    ASSERT_EQ(tools.size(), 5U);
+    EXPECT_EQ(tools[0], json({{"name", "echo"},
+                              {"description", "Returns its text."},
+                              {"inputSchema",
+                               {{"type", "object"},
+                                {"properties", {{"text", {{"type", "string"}}}}},
+                                {"required", {"text"}},
+                                {"additionalProperties", false}}},
+                              {"annotations",
+                               {{"title", "Echo"},
+                                {"readOnlyHint", true},
+                                {"idempotentHint", true},
+                                {"openWorldHint", false}}}}));
+}
+
+TEST_F(McpServerTest, ToolsListUnder20241105HasNoAnnotations) {
+    start();
+    initialize("2024-11-05");
+    request(1, "tools/list");
+    json tools = next()["result"]["tools"];
+    ASSERT_EQ(tools.size(), 5U);
+    for (const json& tool : tools) {
+        EXPECT_FALSE(tool.contains("annotations")) << tool;
+        EXPECT_FALSE(tool.contains("title")) << tool;
+    }
+    EXPECT_EQ(tools[1],
+              json({{"name", "fail"},
+                    {"description", "Always fails."},
+                    {"inputSchema", {{"type", "object"}, {"additionalProperties", false}}}}));
+}
+
+TEST_F(McpServerTest, ResultsBefore20250618CarryNoStructuredContent) {
+    start();
+    for (const char* version : {"2025-03-26", "2024-11-05"}) {
+        initialize(version);
+        EXPECT_EQ(call(1, "echo", {{"text", "hi"}})["result"],
+                  json({{"content", {{{"type", "text"}, {"text", "hi"}}}},
+                        {"isError", false},
+                        {"_meta", {{"test/echo", {{"bytes", 2}}}}}}))
+            << version;
+    }
+}
+
+TEST_F(McpServerTest, ProgressUnder20241105HasNoMessage) {
+    start();
+    initialize("2024-11-05");
+    request(1, "tools/call", {{"name", "progress"}, {"_meta", {{"progressToken", 7}}}});
+    const auto progress = [](json params) {
+        return json({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", params}});
+    };
+    EXPECT_EQ(next(), progress({{"progressToken", 7}, {"progress", 1.0}, {"total", 3.0}}));
+    EXPECT_EQ(next(), progress({{"progressToken", 7}, {"progress", 2.0}, {"total", 3.0}}));
+    EXPECT_EQ(next(), progress({{"progressToken", 7}, {"progress", 3.0}}));
+    EXPECT_EQ(next()["result"]["content"][0]["text"], "done");
+    initialize("2025-03-26");
+    request(2, "tools/call", {{"name", "progress"}, {"_meta", {{"progressToken", 8}}}});
+    EXPECT_EQ(next()["params"]["message"], "one") << "2025-03-26 added the message";
+}
+
 TEST_F(McpServerTest, NoProgressWithoutAToken) {
     start();
     initialize();
@@ -823,6 +911,17 @@ TEST_F(McpServerTest, Elicitation20250618HasNoMode) {
     EXPECT_FALSE(question["params"].contains("mode"));
     respond(question["id"], {{"action", "accept"}, {"content", {{"decision", "deny"}}}});
     EXPECT_EQ(next()["result"]["structuredContent"]["answers"][0]["content"]["decision"], "deny");
+}
+
+TEST_F(McpServerTest, NoElicitationBefore20250618WhateverTheClientDeclares) {
+    host_.with_ask = true;
+    start();
+    for (const char* version : {"2025-03-26", "2024-11-05"}) {
+        initialize(version, kElicitCapability);
+        json reply = call(version, "ask");
+        EXPECT_EQ(reply["id"], version) << "no elicitation/create: the revision has none";
+        EXPECT_EQ(reply["result"]["content"][0]["text"], "cannot elicit");
+    }
 }
 
 TEST_F(McpServerTest, CallCancelledWhileAskingWithdrawsTheQuestionAndGetsNoResponse) {

@@ -1,0 +1,618 @@
+#include "runner/mcp/http_server.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <nlohmann/json.hpp>
+
+#include "common/unique_fd.h"
+#include "tests/testing/fd_leak_checker.h"
+#include "tests/testing/matchers.h"
+
+namespace stockade::mcp {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+using testing::IsOk;
+
+// What the tool hosts of every session share: the calls started and stopped.
+struct Calls {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::size_t started = 0;
+    std::size_t stopped = 0;
+
+    // Waits until `count` calls have started (false after 5 s).
+    bool wait_started(std::size_t count) {
+        std::unique_lock lock(mu);
+        return cv.wait_for(lock, 5s, [&] { return started >= count; });
+    }
+};
+
+// Tools: block (runs until its stop token is requested, as a command runs until its process
+// group is killed) and nap (returns after arguments.ms milliseconds).
+class Host final : public ToolHost {
+public:
+    explicit Host(Calls& calls) : calls_(calls) {}
+
+    std::vector<ToolInfo> list_tools() override {
+        return {ToolInfo{.name = "block",
+                         .title = "Block",
+                         .description = "Runs until stopped.",
+                         .input_schema = json::object(),
+                         .output_schema = nullptr,
+                         .annotations = {}},
+                ToolInfo{.name = "nap",
+                         .title = "Nap",
+                         .description = "Returns after a while.",
+                         .input_schema = {{"type", "object"}, {"additionalProperties", true}},
+                         .output_schema = nullptr,
+                         .annotations = {}}};
+    }
+
+    ToolCallResult call_tool(const std::string& name, const json& arguments,
+                             const CallInfo& info) override {
+        {
+            std::lock_guard lock(calls_.mu);
+            ++calls_.started;
+        }
+        calls_.cv.notify_all();
+        std::mutex m;
+        std::condition_variable_any wait_cv;
+        std::unique_lock lock(m);
+        if (name == "nap") {
+            wait_cv.wait_for(lock, info.stop, std::chrono::milliseconds(arguments.value("ms", 0)),
+                             [] { return false; });
+        } else {
+            wait_cv.wait(lock, info.stop, [] { return false; });
+        }
+        if (info.stop.stop_requested()) {
+            std::lock_guard calls_lock(calls_.mu);
+            ++calls_.stopped;
+        }
+        return {.text = name + " done",
+                .is_error = false,
+                .meta = nullptr,
+                .structured = nullptr,
+                .unknown_tool = false};
+    }
+
+private:
+    Calls& calls_;
+};
+
+class Backend final : public HttpBackend {
+public:
+    const HttpTenant* authenticate(const std::optional<std::string>& /*token*/) override {
+        return &tenant;
+    }
+    bool is_admin(const std::optional<std::string>& /*token*/) override { return true; }
+    Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& /*tenant*/,
+                                                   const std::string& /*session_id*/,
+                                                   const std::string& /*workspace*/) override {
+        return std::unique_ptr<ToolHost>(std::make_unique<Host>(calls));
+    }
+
+    HttpTenant tenant{.name = "t"};
+    Calls calls;
+};
+
+struct Reply {
+    int status = 0;  // 0: no response (closed, or nothing within the time limit)
+    std::map<std::string, std::string> headers;  // names in lower case
+    std::string body;                            // de-chunked
+
+    [[nodiscard]] std::string header(const std::string& name) const {
+        auto it = headers.find(name);
+        return it == headers.end() ? std::string() : it->second;
+    }
+};
+
+// One HTTP/1.1 connection to the server, written and read by hand: what a client sends and
+// receives, byte for byte.
+class Client {
+public:
+    explicit Client(const std::string& endpoint) {
+        const auto colon = endpoint.rfind(':');
+        sockaddr_in address{};
+        address.sin_family = AF_INET;
+        address.sin_port = htons(static_cast<std::uint16_t>(std::stoi(endpoint.substr(colon + 1))));
+        ::inet_pton(AF_INET, endpoint.substr(0, colon).c_str(), &address.sin_addr);
+        fd_.reset(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        connected_ = fd_.get() >= 0 && ::connect(fd_.get(), reinterpret_cast<sockaddr*>(&address),
+                                                 sizeof address) == 0;
+    }
+
+    [[nodiscard]] bool connected() const { return connected_; }
+
+    void send(const std::string& method, const std::string& body,
+              const std::map<std::string, std::string>& headers,
+              const std::string& target = "/mcp") {
+        ASSERT_TRUE(try_send(method, body, headers, target)) << "the server closed the connection";
+    }
+
+    // The same; false when the connection is closed (the request may not have left whole).
+    bool try_send(const std::string& method, const std::string& body,
+                  const std::map<std::string, std::string>& headers, const std::string& target) {
+        std::string text = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+        for (const auto& [name, value] : headers) {
+            text += name + ": " + value + "\r\n";
+        }
+        if (method == "POST") {
+            text += "Content-Type: application/json\r\n";
+        }
+        text += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        std::string_view rest = text;
+        while (!rest.empty()) {
+            const ssize_t n = ::send(fd_.get(), rest.data(), rest.size(), MSG_NOSIGNAL);
+            if (n <= 0) {
+                return false;
+            }
+            rest.remove_prefix(static_cast<std::size_t>(n));
+        }
+        return true;
+    }
+
+    // The next whole response: its body up to its Content-Length, its last chunk, or the end
+    // of the connection.
+    Reply read(std::chrono::milliseconds limit = 10s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        Reply reply;
+        std::size_t head_end = std::string::npos;
+        while ((head_end = buffer_.find("\r\n\r\n")) == std::string::npos) {
+            if (!fill(deadline)) {
+                return reply;
+            }
+        }
+        std::string head = buffer_.substr(0, head_end);
+        buffer_.erase(0, head_end + 4);
+        reply.status = std::stoi(head.substr(head.find(' ') + 1, 3));
+        std::size_t at = head.find("\r\n");
+        while (at != std::string::npos) {
+            const std::size_t next = head.find("\r\n", at + 2);
+            const std::string line =
+                head.substr(at + 2, next == std::string::npos ? std::string::npos : next - at - 2);
+            const auto colon = line.find(':');
+            std::string name = line.substr(0, colon);
+            std::transform(name.begin(), name.end(), name.begin(),
+                           [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+            reply.headers[name] = line.substr(line.find_first_not_of(' ', colon + 1));
+            at = next;
+        }
+        if (reply.header("transfer-encoding") == "chunked") {
+            for (;;) {
+                std::size_t line_end = std::string::npos;
+                while ((line_end = buffer_.find("\r\n")) == std::string::npos) {
+                    if (!fill(deadline)) {
+                        return reply;
+                    }
+                }
+                const std::size_t size = std::stoul(buffer_.substr(0, line_end), nullptr, 16);
+                while (buffer_.size() < line_end + 2 + size + 2) {
+                    if (!fill(deadline)) {
+                        return reply;
+                    }
+                }
+                reply.body += buffer_.substr(line_end + 2, size);
+                buffer_.erase(0, line_end + 2 + size + 2);
+                if (size == 0) {
+                    return reply;
+                }
+            }
+        }
+        if (reply.headers.contains("content-length")) {
+            const std::size_t size = std::stoul(reply.header("content-length"));
+            while (buffer_.size() < size) {
+                if (!fill(deadline)) {
+                    return reply;
+                }
+            }
+            reply.body = buffer_.substr(0, size);
+            buffer_.erase(0, size);
+            return reply;
+        }
+        while (fill(deadline)) {
+        }
+        reply.body = std::exchange(buffer_, {});
+        return reply;
+    }
+
+    // Reads until `text` has come (false at the time limit or the end of the connection).
+    bool read_until(const std::string& text, std::chrono::milliseconds limit = 5s) {
+        const auto deadline = std::chrono::steady_clock::now() + limit;
+        while (buffer_.find(text) == std::string::npos) {
+            if (!fill(deadline)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+private:
+    bool fill(std::chrono::steady_clock::time_point deadline) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (left <= 0ms) {
+            return false;
+        }
+        pollfd pfd{.fd = fd_.get(), .events = POLLIN, .revents = 0};
+        if (::poll(&pfd, 1, static_cast<int>(left.count())) <= 0) {
+            return false;
+        }
+        char chunk[16384];
+        const ssize_t n = ::recv(fd_.get(), chunk, sizeof chunk, 0);
+        if (n <= 0) {
+            return false;
+        }
+        buffer_.append(chunk, static_cast<std::size_t>(n));
+        return true;
+    }
+
+    UniqueFd fd_;
+    bool connected_ = false;
+    std::string buffer_;
+};
+
+// The JSON-RPC messages of an SSE body (its events' data), in order; priming events (no data)
+// are left out.
+std::vector<json> sse_messages(const std::string& body) {
+    std::vector<json> out;
+    std::size_t at = 0;
+    while ((at = body.find("data: ", at)) != std::string::npos) {
+        const std::size_t end = body.find('\n', at);
+        const std::string data = body.substr(at + 6, end - at - 6);
+        if (!data.empty()) {
+            out.push_back(json::parse(data));
+        }
+        at = end;
+    }
+    return out;
+}
+
+const std::map<std::string, std::string> kBoth = {
+    {"Accept", "application/json, text/event-stream"}};
+const std::map<std::string, std::string> kJsonOnly = {{"Accept", "application/json"}};
+
+json rpc(const json& id, const std::string& method, json params) {
+    return {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", std::move(params)}};
+}
+
+json initialize_request(const std::string& version) {
+    return rpc(0, "initialize",
+               {{"protocolVersion", version},
+                {"capabilities", json::object()},
+                {"clientInfo", {{"name", "test"}, {"version", "0"}}}});
+}
+
+json modern_meta() {
+    return {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"},
+            {"io.modelcontextprotocol/clientCapabilities", json::object()}};
+}
+
+// A real HttpServer on a loopback port, with the tool hosts above, run on a thread of its own.
+class HttpServerTest : public ::testing::Test {
+protected:
+    // Starts the server; `drain`: how long running calls may finish after stop().
+    void start(std::chrono::seconds drain = 1s) {
+        HttpOptions options;
+        options.listen = "127.0.0.1:0";
+        options.auth = false;
+        options.drain = drain;
+        options.io_threads = 2;
+        server_.emplace(backend_, options);
+        ASSERT_THAT(server_->listen(), IsOk());
+        run_ = std::thread([this] { status_ = server_->run(); });
+    }
+
+    void TearDown() override {
+        if (server_) {
+            stop();
+            wait_stopped();
+            server_.reset();
+        }
+    }
+
+    void stop() {
+        if (!stopping_.exchange(true)) {
+            stop_asked_ = std::chrono::steady_clock::now();
+            server_->request_stop();
+        }
+    }
+
+    // Joins the server's thread; how long after stop() it ran.
+    std::chrono::milliseconds wait_stopped() {
+        if (run_.joinable()) {
+            run_.join();
+            ran_after_stop_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - stop_asked_);
+            EXPECT_THAT(status_, IsOk());
+        }
+        return ran_after_stop_;
+    }
+
+    [[nodiscard]] std::string endpoint() const { return server_->endpoint(); }
+
+    // A new session under `version`: its Mcp-Session-Id.
+    std::string open_session(const std::string& version = "2025-11-25") {
+        Client client(endpoint());
+        EXPECT_TRUE(client.connected());
+        client.send("POST", initialize_request(version).dump(), kJsonOnly);
+        Reply reply = client.read();
+        EXPECT_EQ(reply.status, 200) << reply.body;
+        EXPECT_EQ(json::parse(reply.body)["result"]["protocolVersion"], version);
+        return reply.header("mcp-session-id");
+    }
+
+    // Waits until the session's calls, running or waiting, number `count` (/admin/sessions).
+    void wait_calls(std::size_t count) {
+        for (int i = 0; i < 500; ++i) {
+            Client admin(endpoint());
+            admin.send("GET", "", {}, "/admin/sessions");
+            const Reply reply = admin.read();
+            const json sessions = json::parse(reply.body, nullptr, false);
+            if (reply.status == 200 && sessions.contains("sessions") &&
+                sessions["sessions"].size() == 1 && sessions["sessions"][0]["calls"] == count) {
+                return;
+            }
+            std::this_thread::sleep_for(10ms);
+        }
+        ADD_FAILURE() << "the session never had " << count << " calls";
+    }
+
+    // Waits until the server says it is draining (/readyz 503).
+    void wait_draining() {
+        for (int i = 0; i < 200; ++i) {
+            // A probe the listener closes on (refused, or reset from its backlog) or answers
+            // with 503 finds it draining.
+            Client probe(endpoint());
+            if (!probe.connected() || !probe.try_send("GET", "", {}, "/readyz") ||
+                probe.read().status != 200) {
+                return;
+            }
+            std::this_thread::sleep_for(10ms);
+        }
+        ADD_FAILURE() << "the server never started draining";
+    }
+
+    testing::FdLeakChecker fd_leak_checker_;
+    Backend backend_;
+    std::optional<HttpServer> server_;
+    std::thread run_;
+    Status status_;
+    std::atomic<bool> stopping_{false};
+    std::chrono::steady_clock::time_point stop_asked_;
+    std::chrono::milliseconds ran_after_stop_{0};
+};
+
+// The error that answers a call the drain stopped, after a drain of `drain` seconds.
+void expect_shutdown_error(const json& message, const json& id, int drain = 1) {
+    EXPECT_EQ(message["jsonrpc"], "2.0");
+    EXPECT_EQ(message["id"], id) << message;
+    EXPECT_EQ(message["error"]["code"], -32603) << message;
+    const std::string text = message["error"]["message"].get<std::string>();
+    EXPECT_NE(text.find("shutting down"), std::string::npos) << text;
+    EXPECT_NE(text.find("was still running when the " + std::to_string(drain) +
+                        " s given to running calls ran out"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("Retry it in a new session once the server is back"), std::string::npos)
+        << text;
+}
+
+TEST_F(HttpServerTest, DrainStopsACallStillRunningAndAnswersItOnItsStream) {
+    start();
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(7, "tools/call", {{"name", "block"}}).dump(),
+                {{"Accept", "application/json, text/event-stream"}, {"Mcp-Session-Id", session}});
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    stop();
+    Reply reply = client.read();
+    ASSERT_EQ(reply.status, 200);
+    EXPECT_EQ(reply.header("content-type"), "text/event-stream");
+    const std::vector<json> messages = sse_messages(reply.body);
+    ASSERT_EQ(messages.size(), 1U) << reply.body;
+    expect_shutdown_error(messages[0], 7);
+    EXPECT_EQ(backend_.calls.stopped, 1U) << "the call was stopped, not left to run";
+    EXPECT_LT(wait_stopped(), 6s);
+}
+
+TEST_F(HttpServerTest, DrainAnswersAJsonOnlyCallWithTheErrorAsItsResponse) {
+    start();
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc("j", "tools/call", {{"name", "block"}}).dump(),
+                {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    stop();
+    Reply reply = client.read();
+    EXPECT_EQ(reply.status, 200) << "a 2025 client reads a JSON-RPC error in a 200";
+    EXPECT_EQ(reply.header("content-type"), "application/json");
+    expect_shutdown_error(json::parse(reply.body), "j");
+    EXPECT_EQ(backend_.calls.stopped, 1U);
+}
+
+TEST_F(HttpServerTest, DrainAnswersAStatelessCallWith503) {
+    start();
+    Client sse(endpoint());
+    Client plain(endpoint());
+    const std::map<std::string, std::string> modern = {{"MCP-Protocol-Version", "2026-07-28"},
+                                                       {"Mcp-Method", "tools/call"},
+                                                       {"Mcp-Name", "block"}};
+    auto with = [&](const std::map<std::string, std::string>& accept) {
+        std::map<std::string, std::string> headers = modern;
+        headers.insert(accept.begin(), accept.end());
+        return headers;
+    };
+    sse.send("POST", rpc(1, "tools/call", {{"name", "block"}, {"_meta", modern_meta()}}).dump(),
+             with(kBoth));
+    plain.send("POST", rpc(2, "tools/call", {{"name", "block"}, {"_meta", modern_meta()}}).dump(),
+               with(kJsonOnly));
+    ASSERT_TRUE(backend_.calls.wait_started(2));
+    stop();
+    Reply streamed = sse.read();
+    ASSERT_EQ(streamed.status, 200);
+    const std::vector<json> messages = sse_messages(streamed.body);
+    ASSERT_EQ(messages.size(), 1U) << streamed.body;
+    expect_shutdown_error(messages[0], 1);
+    Reply reply = plain.read();
+    EXPECT_EQ(reply.status, 503);
+    EXPECT_EQ(reply.header("retry-after"), "5");
+    expect_shutdown_error(json::parse(reply.body), 2);
+    EXPECT_EQ(backend_.calls.stopped, 2U);
+}
+
+TEST_F(HttpServerTest, DrainAnswersACallStillWaitingToRunToo) {
+    backend_.tenant.max_calls = 1;
+    start();
+    const std::string session = open_session();
+    Client running(endpoint());
+    Client waiting(endpoint());
+    const std::map<std::string, std::string> headers = {{"Accept", "application/json"},
+                                                        {"Mcp-Session-Id", session}};
+    running.send("POST", rpc(1, "tools/call", {{"name", "block"}}).dump(), headers);
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    waiting.send("POST", rpc(2, "tools/call", {{"name", "block"}}).dump(), headers);
+    wait_calls(2);
+    stop();
+    expect_shutdown_error(json::parse(running.read().body), 1);
+    expect_shutdown_error(json::parse(waiting.read().body), 2);
+    EXPECT_EQ(backend_.calls.started, 1U) << "the waiting call never ran";
+}
+
+TEST_F(HttpServerTest, ACallThatEndsWithinTheDrainGetsItsResult) {
+    start(10s);
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST",
+                rpc(3, "tools/call", {{"name", "nap"}, {"arguments", {{"ms", 300}}}}).dump(),
+                {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    stop();
+    Reply reply = client.read();
+    ASSERT_EQ(reply.status, 200);
+    const json message = json::parse(reply.body);
+    EXPECT_EQ(message["result"]["content"][0]["text"], "nap done") << message;
+    EXPECT_EQ(backend_.calls.stopped, 0U);
+    EXPECT_LT(wait_stopped(), 5s) << "the drain ends when the last call does";
+}
+
+TEST_F(HttpServerTest, NewSessionsAndCallsWhileDrainingAreRefusedWith503) {
+    start(3s);
+    const std::string session = open_session();
+    // Connections opened before the drain: the listener closes when it begins.
+    Client call_client(endpoint());
+    Client init_client(endpoint());
+    Client modern_client(endpoint());
+    Client list_client(endpoint());
+    Client running(endpoint());
+    running.send("POST", rpc(1, "tools/call", {{"name", "block"}}).dump(),
+                 {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    stop();
+    wait_draining();
+    bool closed = false;
+    for (int i = 0; i < 100 && !closed; ++i) {
+        closed = !Client(endpoint()).connected();
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_TRUE(closed) << "the listener is closed";
+
+    call_client.send("POST", rpc(2, "tools/call", {{"name", "nap"}}).dump(),
+                     {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    Reply refused = call_client.read();
+    EXPECT_EQ(refused.status, 503);
+    EXPECT_EQ(refused.header("retry-after"), "5");
+    EXPECT_EQ(refused.header("connection"), "close");
+    const json error = json::parse(refused.body);
+    EXPECT_EQ(error["id"], 2);
+    EXPECT_EQ(error["error"]["code"], -32603);
+    EXPECT_EQ(error["error"]["message"],
+              "Stockade is shutting down and takes no new sessions or tool calls. Retry in a new "
+              "session once the server is back, or on another server.");
+
+    init_client.send("POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    EXPECT_EQ(init_client.read().status, 503);
+    modern_client.send("POST", rpc(3, "tools/list", {{"_meta", modern_meta()}}).dump(),
+                       {{"Accept", "application/json"},
+                        {"MCP-Protocol-Version", "2026-07-28"},
+                        {"Mcp-Method", "tools/list"}});
+    EXPECT_EQ(modern_client.read().status, 503);
+    // What is not new work is still served in a session that is draining.
+    list_client.send("POST", rpc(4, "tools/list", json::object()).dump(),
+                     {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    Reply listed = list_client.read();
+    EXPECT_EQ(listed.status, 200);
+    EXPECT_EQ(json::parse(listed.body)["result"]["tools"].size(), 2U);
+
+    expect_shutdown_error(json::parse(running.read().body), 1, 3);
+}
+
+// ---- protocol revisions over HTTP --------------------------------------------------------
+
+TEST_F(HttpServerTest, OlderRevisionsInTheProtocolVersionHeaderAreServed) {
+    start();
+    for (const std::string version : {"2025-03-26", "2024-11-05"}) {
+        const std::string session = open_session(version);
+        Client client(endpoint());
+        client.send("POST", rpc(1, "tools/list", json::object()).dump(),
+                    {{"Accept", "application/json"},
+                     {"Mcp-Session-Id", session},
+                     {"MCP-Protocol-Version", version}});
+        Reply reply = client.read();
+        EXPECT_EQ(reply.status, 200) << version << ": " << reply.body;
+        EXPECT_EQ(json::parse(reply.body)["result"]["tools"].size(), 2U) << version;
+    }
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(1, "tools/list", json::object()).dump(),
+                {{"Accept", "application/json"},
+                 {"Mcp-Session-Id", session},
+                 {"MCP-Protocol-Version", "2024-10-07"}});
+    Reply refused = client.read();
+    EXPECT_EQ(refused.status, 400) << "a revision we do not serve";
+    EXPECT_EQ(json::parse(refused.body)["error"]["message"],
+              "Unsupported MCP-Protocol-Version \"2024-10-07\".");
+}
+
+TEST_F(HttpServerTest, StreamsBegin20251125WithAPrimingEventAndEarlierRevisionsWithoutOne) {
+    start();
+    for (const std::string version : {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}) {
+        const std::string session = open_session(version);
+        Client client(endpoint());
+        client.send(
+            "POST", rpc(1, "tools/call", {{"name", "nap"}}).dump(),
+            {{"Accept", "application/json, text/event-stream"}, {"Mcp-Session-Id", session}});
+        Reply reply = client.read();
+        ASSERT_EQ(reply.status, 200) << version;
+        const bool primed = reply.body.starts_with("id: ") &&
+                            reply.body.find("\nretry: 1000\ndata: \n\n") != std::string::npos;
+        EXPECT_EQ(primed, version == "2025-11-25") << version << ":\n" << reply.body;
+        const bool empty_data = reply.body.find("data: \n") != std::string::npos;
+        EXPECT_EQ(empty_data, version == "2025-11-25") << version << ":\n" << reply.body;
+        ASSERT_EQ(sse_messages(reply.body).size(), 1U) << reply.body;
+        EXPECT_EQ(sse_messages(reply.body)[0]["result"]["content"][0]["text"], "nap done");
+    }
+}
+
+}  // namespace
+}  // namespace stockade::mcp
