@@ -275,6 +275,8 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         .network = session->network_.get(),
         .ask_fallback_allow = config.policy.ask_fallback == "allow",
         .session_note = [worker = session->worker_.get()] { return worker->take_loss_note(); },
+        .first_note =
+            tracked_denials_note(git_tracked_denied(*session->policy_, session->workspace_)),
         .meters = session->meters_.get()});
     return session;
 }
