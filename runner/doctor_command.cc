@@ -1,9 +1,11 @@
 #include "runner/doctor_command.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "common/syscall.h"
 #include "images/image.h"
 #include "policy/preset.h"
+#include "runner/git_index.h"
 #include "runner/host_environment.h"
 #include "runner/isolation.h"
 #include "runner/policy_enforcement.h"
@@ -94,8 +97,38 @@ PathFacts stat_path(const std::string& path) {
     return facts;
 }
 
+// The projects beneath a tenant's workspace root that are git repositories: the names of its
+// subdirectories (not symlinks) that hold a .git, sorted, the first kMaxProjects of them.
+constexpr size_t kMaxProjects = 256;
+std::vector<std::string> git_projects(const std::string& root) {
+    std::vector<std::string> out;
+    DIR* dir = ::opendir(root.c_str());
+    if (dir == nullptr) {
+        return out;
+    }
+    while (const dirent* entry = ::readdir(dir)) {  // NOLINT(concurrency-mt-unsafe): one thread
+        const std::string name = entry->d_name;
+        struct stat st {};
+        if (name == "." || name == ".." ||
+            ::fstatat(::dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISDIR(st.st_mode) ||
+            ::fstatat(::dirfd(dir), (name + "/.git").c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        out.push_back(name);
+        if (out.size() == kMaxProjects) {
+            break;
+        }
+    }
+    ::closedir(dir);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 // The tenant's policy as a session loads it: its file and rules with the implicit layers
 // (managed, project, user), on its workspace root (an empty directory when that is missing).
+// A Read deny rule that denies files git tracks, in the root or in a project beneath it
+// (Stockade-Workspace: NAME), is a warning: the rule cannot hide their committed contents.
 PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
     PolicyFacts facts;
     PolicyFlags flags;
@@ -133,6 +166,22 @@ PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
     facts.network =
         session_network(*loaded, tenant.network == "allowlist" ? sandbox::NetworkMode::kAllowlist
                                                                : sandbox::NetworkMode::kNone);
+    if (!workspace_ok) {
+        return facts;
+    }
+    for (auto& warning : git_tracked_denials(*loaded, workspace)) {
+        facts.warnings.push_back(std::move(warning));
+    }
+    for (const std::string& project : git_projects(workspace)) {
+        // Its rules anchor on the project, as a session's there do.
+        const std::string root = fmt::format("{}/{}", workspace, project);
+        std::vector<std::string> ignored;  // the same as the root's, said above
+        if (auto there = load_policy(flags, root, ignored)) {
+            for (const std::string& warning : git_tracked_denials(*there, root)) {
+                facts.warnings.push_back(fmt::format("in {}: {}", project, warning));
+            }
+        }
+    }
     return facts;
 }
 
@@ -204,6 +253,15 @@ int doctor_command() {
         hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible));
     fmt::print("{}",
                hint.empty() ? "toolchains: every directory of your PATH is in the image\n" : hint);
+    // What a session here would be warned of, with the settings files it would read: a Read
+    // deny rule whose files git tracks cannot hide their committed contents.
+    std::vector<std::string> ignored;
+    const std::string here = std::filesystem::current_path(ec).string();
+    if (auto policy = load_policy(PolicyFlags{}, here, ignored)) {
+        for (const std::string& warning : git_tracked_denials(*policy, here)) {
+            fmt::print("policy: warning: {}\n", warning);
+        }
+    }
     return level == Isolation::kFull || level == Isolation::kNamespaces ? 0 : 1;
 }
 
