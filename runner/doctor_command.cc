@@ -1,9 +1,11 @@
 #include "runner/doctor_command.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +16,7 @@
 #include "common/syscall.h"
 #include "images/image.h"
 #include "policy/preset.h"
+#include "runner/git_index.h"
 #include "runner/host_environment.h"
 #include "runner/isolation.h"
 #include "runner/policy_enforcement.h"
@@ -94,8 +97,30 @@ PathFacts stat_path(const std::string& path) {
     return facts;
 }
 
+// The projects beneath a tenant's workspace root that are git repositories: the names of its
+// subdirectories (not symlinks) that hold a .git, sorted, the first kMaxProjects of them.
+constexpr size_t kMaxProjects = 256;
+std::vector<std::string> git_projects(const HostDir& root) {
+    std::vector<std::string> out;
+    for (const DirEntry& entry : list_entries(root.fd())) {
+        struct stat git {};
+        if (!S_ISDIR(entry.st.st_mode) ||
+            ::fstatat(root.fd(), (entry.name + "/.git").c_str(), &git, AT_SYMLINK_NOFOLLOW) != 0) {
+            continue;
+        }
+        out.push_back(entry.name);
+        if (out.size() == kMaxProjects) {
+            break;
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
 // The tenant's policy as a session loads it: its file and rules with the implicit layers
 // (managed, project, user), on its workspace root (an empty directory when that is missing).
+// A Read deny rule that denies files git tracks, in the root or in a project beneath it
+// (Stockade-Workspace: NAME), is a warning: the rule cannot hide their committed contents.
 PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
     PolicyFacts facts;
     PolicyFlags flags;
@@ -117,9 +142,10 @@ PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
         empty_dir = workspace = tmpl;
         facts.without_workspace = true;
     }
-    auto dir = HostDir::open(workspace);
-    auto loaded = dir ? load_policy(flags, *dir, facts.warnings)
-                      : Result<policy::Policy>(std::move(dir).error());
+    auto opened = HostDir::open(workspace);
+    const HostDir dir = opened ? *opened : HostDir();
+    auto loaded = opened ? load_policy(flags, dir, facts.warnings)
+                         : Result<policy::Policy>(std::move(opened).error());
     if (!empty_dir.empty()) {
         (void)::rmdir(empty_dir.c_str());
     }
@@ -135,6 +161,26 @@ PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
     facts.network =
         session_network(*loaded, tenant.network == "allowlist" ? sandbox::NetworkMode::kAllowlist
                                                                : sandbox::NetworkMode::kNone);
+    if (!workspace_ok) {
+        return facts;
+    }
+    for (auto& warning : git_tracked_denials(*loaded, dir)) {
+        facts.warnings.push_back(std::move(warning));
+    }
+    for (const std::string& project : git_projects(dir)) {
+        // Opened as a session there would be (Stockade-Workspace: NAME): its rules anchor on it.
+        auto fd = open_dir_beneath(dir.fd(), {project});
+        auto root = fd ? HostDir::adopt(std::move(fd).value()) : Result<HostDir>(fd.error());
+        std::vector<std::string> ignored;  // the same as the root's, said above
+        if (!root) {
+            continue;
+        }
+        if (auto there = load_policy(flags, *root, ignored)) {
+            for (const std::string& warning : git_tracked_denials(*there, *root)) {
+                facts.warnings.push_back(fmt::format("in {}: {}", project, warning));
+            }
+        }
+    }
     return facts;
 }
 
@@ -206,6 +252,16 @@ int doctor_command() {
         hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible));
     fmt::print("{}",
                hint.empty() ? "toolchains: every directory of your PATH is in the image\n" : hint);
+    // What a session here would be warned of, with the settings files it would read: a Read
+    // deny rule whose files git tracks cannot hide their committed contents.
+    std::vector<std::string> ignored;
+    auto here = HostDir::open(".");
+    if (auto policy = here ? load_policy(PolicyFlags{}, *here, ignored)
+                           : Result<policy::Policy>(here.error())) {
+        for (const std::string& warning : git_tracked_denials(*policy, *here)) {
+            fmt::print("policy: warning: {}\n", warning);
+        }
+    }
     return level == Isolation::kFull || level == Isolation::kNamespaces ? 0 : 1;
 }
 

@@ -148,6 +148,9 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
     if (!note.empty()) {
         result.content += "\n\n" + note;
     }
+    if (!parts_.first_note.empty() && !first_note_given_.exchange(true)) {
+        result.content += "\n\n" + parts_.first_note;
+    }
     if (parts_.session_note) {
         if (const std::string session_note = parts_.session_note(); !session_note.empty()) {
             result.content += "\n\n" + session_note;

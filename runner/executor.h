@@ -12,6 +12,7 @@
 // over HTTP) frame and dispatch; they hold no tool or policy logic.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -65,6 +66,9 @@ struct ExecutorParts {
     // A note for the model after the call's own output, once (the worker died since the last
     // call, ...); may be empty.
     std::function<std::string()> session_note{};
+    // A note for the model after the output of the session's first call, whichever it is (a
+    // Read deny rule that git's history defeats: tracked_denials_note); may be empty.
+    std::string first_note{};
     SessionMeters* meters = nullptr;  // counts the decisions (may be null; outlives the executor)
 };
 
@@ -104,6 +108,7 @@ private:
                   const PathAliases& aliases) const;
 
     ExecutorParts parts_;
+    std::atomic<bool> first_note_given_{false};  // the first call to finish took it
 };
 
 }  // namespace stockade::runner

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/syscall.h"
+#include "tools/text.h"
 #include "workspace/open_beneath.h"
 
 namespace stockade::runner {
@@ -110,55 +111,113 @@ Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
     return paths;
 }
 
-std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
-                                             const HostDir& workspace) {
-    std::vector<std::string> warnings;
+std::vector<TrackedDenial> tracked_denials(const policy::Policy& policy,
+                                           const std::string& workspace,
+                                           const std::vector<std::string>& tracked) {
+    auto denies = [&](const std::string& path) {
+        return policy.evaluate_one({.kind = policy::CapabilityKind::kFileRead,
+                                    .tool = "read",
+                                    .path = workspace + "/" + path});
+    };
+    std::vector<TrackedDenial> out;
+    // With the objects masked too, git has nothing to print the files from.
+    if (const auto objects = denies(".git/objects/pack");
+        objects.before_mode == policy::Decision::kDeny && objects.rule) {
+        return out;
+    }
+    std::map<std::string, TrackedDenial> by_rule;  // by "text (origin)"
+    for (const std::string& path : tracked) {
+        const policy::RequestOutcome outcome = denies(path);
+        if (outcome.before_mode != policy::Decision::kDeny || !outcome.rule) {
+            continue;
+        }
+        TrackedDenial& d =
+            by_rule[fmt::format("{} ({})", outcome.rule->text, outcome.rule->origin)];
+        d.rule = outcome.rule->text;
+        d.origin = outcome.rule->origin;
+        if (++d.count <= kMaxShown) {
+            d.first.push_back(path);
+        }
+    }
+    for (auto& [key, d] : by_rule) {
+        out.push_back(std::move(d));
+    }
+    return out;
+}
+
+std::vector<TrackedDenial> git_tracked_denied(const policy::Policy& policy,
+                                              const HostDir& workspace) {
     if (!policy.has_file_rules()) {
-        return warnings;
+        return {};
     }
     // Beneath the workspace's descriptor, and never a FIFO or device planted there (O_NONBLOCK:
     // opening one must not block the supervisor).
     auto fd = workspace::open_beneath(workspace.fd(), ".git/index", O_RDONLY | O_NONBLOCK);
     struct stat st {};
     if (!fd || ::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-        return warnings;
+        return {};
     }
     auto bytes = read_all(fd->get(), kMaxIndexBytes);
     if (!bytes) {
-        return warnings;
+        return {};
     }
     auto paths = parse_git_index(*bytes);
     if (!paths) {
-        return warnings;
+        return {};
     }
-    struct Denied {
-        size_t count = 0;
-        std::vector<std::string> first;
-    };
-    std::map<std::string, Denied> by_rule;  // the rule's text (and origin) → what it denies
-    for (const std::string& path : *paths) {
-        const policy::RequestOutcome outcome =
-            policy.evaluate_one({.kind = policy::CapabilityKind::kFileRead,
-                                 .tool = "read",
-                                 .path = workspace.path() + "/" + path});
-        if (outcome.before_mode != policy::Decision::kDeny || !outcome.rule) {
-            continue;
-        }
-        Denied& d = by_rule[fmt::format("{} ({})", outcome.rule->text, outcome.rule->origin)];
-        if (++d.count <= kMaxShown) {
-            d.first.push_back(path);
-        }
-    }
-    for (const auto& [rule, d] : by_rule) {
-        warnings.push_back(fmt::format(
-            "{} denies {} file{} that git tracks ({}{}): the sandbox hides the file{}, but its "
-            "committed contents stay readable through git (git show HEAD:{}). Deny Bash(git:*) "
-            "too, or take {} out of the repository's history.",
-            rule, d.count, d.count == 1 ? "" : "s", fmt::join(d.first, ", "),
-            d.count > d.first.size() ? ", ..." : "", d.count == 1 ? "" : "s", d.first.front(),
-            d.count == 1 ? "it" : "them"));
+    return tracked_denials(policy, workspace.path(), *paths);
+}
+
+std::string tracked_denial_warning(const TrackedDenial& d) {
+    const bool one = d.count == 1;
+    return fmt::format(
+        "{} ({}) denies {} file{} that git tracks ({}{}): the sandbox hides {}, but the rule "
+        "cannot hide {} committed contents, which git prints from the repository's objects "
+        "(git show HEAD:{}). Take {} out of the repository's history (and change any secret {} "
+        "held), or deny Read(./.git/**) as well, which hides the repository from the session "
+        "(git then does not work there).",
+        d.rule, d.origin, d.count, one ? "" : "s", fmt::join(d.first, ", "),
+        d.count > d.first.size() ? ", ..." : "", one ? "the file" : "the files",
+        one ? "its" : "their", d.first.front(), one ? "it" : "them", one ? "it" : "they");
+}
+
+std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
+                                             const HostDir& workspace) {
+    std::vector<std::string> warnings;
+    for (const TrackedDenial& d : git_tracked_denied(policy, workspace)) {
+        warnings.push_back(tracked_denial_warning(d));
     }
     return warnings;
+}
+
+std::string tracked_denials_note(const std::vector<TrackedDenial>& denials) {
+    if (denials.empty()) {
+        return {};
+    }
+    size_t count = 0;
+    std::vector<std::string> shown;
+    std::vector<std::string> rules;
+    for (const TrackedDenial& d : denials) {
+        count += d.count;
+        rules.push_back(tools::escape_controls(d.rule, tools::LineBreaks::kEscape));
+        for (const std::string& path : d.first) {
+            if (shown.size() < kMaxShown) {
+                shown.push_back(tools::listed_name(path));
+            }
+        }
+    }
+    const bool one = count == 1;
+    const bool one_rule = rules.size() == 1;
+    return fmt::format(
+        "Note: git tracks {} that the policy denies you ({}{}; {} {}). The sandbox hides {}, "
+        "but the rule{} cannot hide {} committed contents, which git prints from the "
+        "repository (git show HEAD:{}): they are off limits all the same, so do not read them "
+        "through git. To make the rule{} hold, the user can take {} out of the repository's "
+        "history, or deny Read(./.git/**) as well.",
+        one ? "a file" : fmt::format("{} files", count), fmt::join(shown, ", "),
+        count > shown.size() ? ", ..." : "", one_rule ? "rule" : "rules", fmt::join(rules, ", "),
+        one ? "it" : "them", one_rule ? "" : "s", one ? "its" : "their", shown.front(),
+        one_rule ? "" : "s", one ? "the file" : "the files");
 }
 
 }  // namespace stockade::runner

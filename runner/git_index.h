@@ -1,7 +1,9 @@
 // The paths a git repository tracks, read from its index file (.git/index) without running
 // git: git in a workspace an agent has written to runs what its config says (core.fsmonitor,
 // hooks), and the supervisor may be root. For the warning that a Read-denied file is tracked:
-// its committed contents stay readable through git, whatever the sandbox masks.
+// its committed contents stay readable through git, whatever the sandbox masks. The operator
+// is told where the policy is checked (session start, policy check and explain, doctor); the
+// model, once, after the first result of its session.
 #pragma once
 
 #include <string>
@@ -18,11 +20,43 @@ namespace stockade::runner {
 // truncated input is kInvalidArgument; nothing is read past `bytes`.
 Result<std::vector<std::string>> parse_git_index(std::string_view bytes);
 
-// One warning per Read deny rule that denies tracked files of the repository at `workspace`
-// (its .git/index, read beneath the workspace's descriptor): which rule, how many files, the
-// first few. Empty when there is no index (or it is not a regular file), no such file or no
-// such rule.
+// A Read deny rule and the files git tracks that it denies: the sandbox masks them, but git
+// prints their committed contents from the repository's objects, which no mask of the files
+// can hide. Only the index is read (the objects are zlib-compressed, and zlib is no dependency
+// of ours): a file committed once and no longer in the index is not found, though it is just
+// as readable through git.
+struct TrackedDenial {
+    std::string rule{};    // its text: Read(./.env)
+    std::string origin{};  // where it is written: "command line:1", a settings file and line
+    size_t count = 0;      // the tracked files it denies
+    std::vector<std::string> first{};  // the first few of them, relative to the workspace
+};
+
+// The Read deny rules of `policy` that deny paths of `tracked` (relative to `workspace`, as
+// parse_git_index gives them), ordered by rule text and origin. Empty when a deny rule also
+// hides the repository's objects (Read(./.git/**)): git cannot read them then. Pure.
+std::vector<TrackedDenial> tracked_denials(const policy::Policy& policy,
+                                           const std::string& workspace,
+                                           const std::vector<std::string>& tracked);
+
+// tracked_denials of the repository at `workspace` (its .git/index, read beneath the
+// workspace's descriptor). Empty when there is no index (or it is not a regular file), no such
+// file or no such rule.
+std::vector<TrackedDenial> git_tracked_denied(const policy::Policy& policy,
+                                              const HostDir& workspace);
+
+// For the operator (the session's start, policy check and explain, doctor): which rule, where
+// it is written, how many files, the first few, and the two ways to make it hold.
+std::string tracked_denial_warning(const TrackedDenial& denial);
+
+// One warning (tracked_denial_warning) per rule of git_tracked_denied.
 std::vector<std::string> git_tracked_denials(const policy::Policy& policy,
                                              const HostDir& workspace);
+
+// For the model, after the first result of a session: which files git tracks that the policy
+// denies it, that their committed contents are off limits all the same, and what the user can
+// do to make the rules hold. Workspace-relative paths and rule texts only (never an origin,
+// which may be a host path); "" when `denials` is empty.
+std::string tracked_denials_note(const std::vector<TrackedDenial>& denials);
 
 }  // namespace stockade::runner

@@ -192,8 +192,8 @@ int main(int argc, char** argv) {
                       "(default 8G)");
     serve->add_option("--output-budget", serve_options.output_budget,
                       "What the session keeps on disk of spilled results and process logs "
-                      "together; the oldest are pruned first, and a log that would go past it "
-                      "keeps its start and its tail (default 512M)");
+                      "together, never more; the oldest are pruned first, and a log that would go "
+                      "past it keeps its start and what of its tail still fits (default 512M)");
     serve->add_flag("--structured-content", serve_options.structured_content,
                     "Also send each result's metadata as structuredContent, with an outputSchema "
                     "per tool (off by default: Claude Code and Codex then show the model the "

@@ -77,15 +77,15 @@ uint64_t DiskPool::take(uint64_t want) {
     return granted;
 }
 
-void DiskPool::add(uint64_t bytes) {
-    std::lock_guard lock(mu_);
-    used_ += bytes;
-    written_ += bytes;
-}
-
 void DiskPool::give_back(uint64_t bytes) {
     std::lock_guard lock(mu_);
     used_ -= std::min(used_, bytes);
+}
+
+void DiskPool::return_unused(uint64_t bytes) {
+    std::lock_guard lock(mu_);
+    used_ -= std::min(used_, bytes);
+    written_ -= std::min(written_, bytes);
 }
 
 uint64_t DiskPool::used() const {
@@ -140,19 +140,16 @@ bool OutputBudget::take_all(uint64_t want) {
     if (granted == want) {
         return true;
     }
-    std::lock_guard lock(mu_);
-    used_ -= std::min(used_, granted);
-    if (pool_) {
-        pool_->give_back(granted);
-    }
+    give_back(granted);
     return false;
 }
 
-void OutputBudget::add(uint64_t bytes) {
+void OutputBudget::give_back(uint64_t bytes) {
     std::lock_guard lock(mu_);
-    used_ += bytes;
+    bytes = std::min(used_, bytes);
+    used_ -= bytes;
     if (pool_) {
-        pool_->add(bytes);
+        pool_->return_unused(bytes);
     }
 }
 

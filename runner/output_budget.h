@@ -1,9 +1,9 @@
 // What a session may keep on disk of its tool output: spilled results (tool-output/*.txt) and
 // process logs (tool-output/process-logs/*.log) share one budget (512 MB by default, the
-// seed's cap). When a write would go past it, the session's oldest files that nothing writes
-// any more are pruned first; what still does not fit is not written, and the writer says so
-// (a log keeps its beginning and, at its end, the tail its process still held in memory,
-// which may take the budget past its cap by that tail).
+// seed's cap). Every byte written there is taken from it first, the notes a log writes about
+// itself and the tail it adds at its end included, so what the directory holds never exceeds
+// the cap. When a write would go past it, the session's oldest files that nothing writes any
+// more are pruned first; what still does not fit is not written, and the writer says so.
 //
 // Thread-safe: the session's call threads spill while the process manager's reader thread
 // writes logs.
@@ -36,12 +36,12 @@ public:
 
     // Takes up to `want` bytes, reclaiming ended sessions' output first if it must.
     uint64_t take(uint64_t want);
-    void add(uint64_t bytes);  // counted whatever the cap (a log's tail)
-    void give_back(uint64_t bytes);
+    void give_back(uint64_t bytes);      // deleted: no longer held
+    void return_unused(uint64_t bytes);  // taken and then not written: neither held nor written
 
     [[nodiscard]] uint64_t cap() const noexcept { return cap_; }
     [[nodiscard]] uint64_t used() const;
-    [[nodiscard]] uint64_t written() const;  // every byte granted or added since the start
+    [[nodiscard]] uint64_t written() const;  // every byte granted since the start, less unused
 
 private:
     const uint64_t cap_;
@@ -63,9 +63,8 @@ public:
     uint64_t take(uint64_t want);
     // Takes all of `want` or nothing (a spilled result is written whole or not at all).
     bool take_all(uint64_t want);
-    // Counts bytes written whatever the budget: the tail of a log that stopped at the budget
-    // (at most a process's ring, 2 MiB), which the budget may exceed by that much.
-    void add(uint64_t bytes);
+    // Returns bytes taken and then not written (a note shorter than the room taken for it).
+    void give_back(uint64_t bytes);
     // A log that is still being written (process-logs/<name>) is never pruned; `false` once
     // its process has ended and its output is drained.
     void set_in_use(const std::string& log_name, bool in_use);

@@ -175,11 +175,25 @@ int policy_explain_command(const PolicyExplainOptions& options) {
         session_request_context(ws->path(), session_network(*loaded, sandbox::NetworkMode::kNone)));
     const std::optional<policy::Explanation> explained =
         policy::explain_call(*loaded, options.tool, requests, (*call)->warnings());
+    // What no decision shows: a Read deny rule whose files git tracks cannot hide their
+    // committed contents.
+    const std::vector<TrackedDenial> tracked = git_tracked_denied(*loaded, *ws);
     if (options.json) {
-        fmt::print("{}\n", policy::explain_json(*explained)
-                               .dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+        nlohmann::json out = policy::explain_json(*explained);
+        out["git_tracked_denials"] = nlohmann::json::array();
+        for (const TrackedDenial& d : tracked) {
+            out["git_tracked_denials"].push_back({{"rule", d.rule},
+                                                  {"origin", d.origin},
+                                                  {"tracked_files", d.count},
+                                                  {"first", d.first},
+                                                  {"warning", tracked_denial_warning(d)}});
+        }
+        fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
         fmt::print("{}", policy::explain_text(*explained));
+        for (const TrackedDenial& d : tracked) {
+            fmt::print("warning: {}\n", tracked_denial_warning(d));
+        }
     }
     return exit_status(explained->decision.decision);
 }

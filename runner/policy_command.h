@@ -25,8 +25,10 @@ struct PolicyExplainOptions {
     bool json = false;
 };
 // Prints the call's capability requests, how each was decided (rule and origin, or the
-// default), the decision and the destructive warnings; for "network", the decision for one
-// connection, its rule, origin and layer. Exit 0 allow, 1 deny, 3 ask, 2 usage.
+// default), the decision and the destructive warnings, then a warning for each Read deny rule
+// whose files git tracks in the workspace (JSON: "git_tracked_denials"); for "network", the
+// decision for one connection, its rule, origin and layer. Exit 0 allow, 1 deny, 3 ask, 2
+// usage.
 int policy_explain_command(const PolicyExplainOptions& options);
 
 }  // namespace stockade::runner

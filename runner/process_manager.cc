@@ -37,6 +37,37 @@ constexpr size_t kReadChunk = size_t{128} << 10;
 constexpr std::chrono::milliseconds kWriteTimeout{5'000};
 constexpr std::chrono::milliseconds kKillWait{5'000};
 
+// What a log says where it stops before its output does (at its cap, or where the budget ran
+// out), and `why`.
+std::string stop_note(std::string_view why) {
+    return fmt::format(
+        "\n[stockade: this log stops here: {}. What follows is not kept, but for the last part "
+        "the process still holds in memory, added when it ends if there is room for it then.]\n",
+        why);
+}
+
+// The room a log keeps in the budget for its stop_note: more than any of them takes.
+constexpr uint64_t kStopNoteRoom = 512;
+
+// What a log that stopped early says at its end: what it lacks, and the tail that follows it.
+std::string gap_note(uint64_t dropped, uint64_t shown) {
+    if (shown == 0) {
+        return fmt::format(
+            "[stockade: the last {} of output are not kept here either: there was no room left "
+            "for them.]\n",
+            tools::format_size(dropped));
+    }
+    return fmt::format("[stockade: {} of output were not kept here; the last {} follow.]\n",
+                       tools::format_size(dropped), tools::format_size(shown));
+}
+
+// The longest gap_note: the room a log takes for it before its figures are known.
+size_t gap_note_max() {
+    static const size_t longest =
+        std::max(gap_note(UINT64_MAX, 0).size(), gap_note(UINT64_MAX, UINT64_MAX).size());
+    return longest;
+}
+
 std::string exit_description(int wait_status) {
     if (WIFSIGNALED(wait_status)) {
         return fmt::format("signal {}", WTERMSIG(wait_status));
@@ -80,9 +111,10 @@ struct ProcessManagerImpl::Proc {
     uint64_t cursor = 0;
     UniqueFd log;
     bool log_opened = false;
-    uint64_t log_written = 0;  // of the output, from its start
-    bool log_full = false;     // past its cap or the session's budget: the rest is not written
-    uint64_t log_dropped = 0;  // once finished: what the log lacks
+    bool log_full = false;         // past its cap or the session's budget: the rest is not written
+    bool log_end_dropped = false;  // once finished: the tail did not fit either
+    uint64_t log_written = 0;      // of the output, from its start
+    uint64_t log_dropped = 0;      // once finished: what the log lacks
 
     UniqueFd input;  // the stdin pipe, or a dup of the PTY master
     UniqueFd pidfd;  // held: the leader's struct pid cannot be recycled while it is open
@@ -412,26 +444,41 @@ void ProcessManagerImpl::on_output(Proc& p, const char* data, size_t n) {
     uint64_t base = p.ring.total();
     if (p.log && !p.log_full) {
         // The log's own cap, then the session's output budget (which it shares with every
-        // other log and spilled result).
-        uint64_t keep = std::min<uint64_t>(n, config_.log_cap_bytes - p.log_written);
-        if (config_.budget != nullptr && keep > 0) {
-            keep = config_.budget->take(keep);
+        // other log and spilled result). The log goes on only while the budget has room for
+        // the output and for the note that would say where the log stops: so it never stops
+        // without saying so (unless even that room was taken meanwhile).
+        const uint64_t under_cap = std::min<uint64_t>(n, config_.log_cap_bytes - p.log_written);
+        uint64_t keep = under_cap;
+        uint64_t room = 0;  // granted for the output and the note
+        bool budget_full = false;
+        if (config_.budget != nullptr) {
+            room = config_.budget->take(keep + kStopNoteRoom);
+            budget_full = room < keep + kStopNoteRoom;
+            if (!budget_full && keep == n) {
+                config_.budget->give_back(kStopNoteRoom);
+                room = keep;
+            }
+        }
+        std::string stop;
+        if (keep < n || budget_full) {
+            p.log_full = true;
+            stop = stop_note(
+                budget_full
+                    ? fmt::format("{} is full (every log and spilled result draw on it)",
+                                  config_.budget->limit_met())
+                    : fmt::format("its cap of {}", tools::format_size(config_.log_cap_bytes)));
+            if (config_.budget != nullptr) {
+                // The note first, then as much of the output as the rest of the room holds.
+                if (room < stop.size()) {
+                    stop.clear();
+                }
+                keep = std::min(keep, room - stop.size());
+                config_.budget->give_back(room - stop.size() - keep);
+            }
         }
         if (auto w = write_all(p.log.get(), std::string_view(data, static_cast<size_t>(keep))); w) {
             p.log_written += keep;
-            if (keep < n) {
-                p.log_full = true;
-                const std::string why =
-                    p.log_written == config_.log_cap_bytes
-                        ? fmt::format("its cap of {}", tools::format_size(config_.log_cap_bytes))
-                        : fmt::format("{} is full (every log and spilled result draw on it)",
-                                      config_.budget->limit_met());
-                (void)write_all(p.log.get(),
-                                fmt::format("\n[stockade: this log stops here: {}. What follows "
-                                            "is not kept, but for the last part the process "
-                                            "still held in memory, added when it ends.]\n",
-                                            why));
-            }
+            (void)write_all(p.log.get(), stop);
         } else {
             SPDLOG_LOGGER_WARN(log::get("process"), "log {} write failed: {}", p.log_path,
                                w.error().message);
@@ -456,22 +503,29 @@ void ProcessManagerImpl::on_output_closed(Proc& p) {
 
 void ProcessManagerImpl::finish_log(Proc& p) {
     if (p.log && p.log_full) {
-        // What the log lacks, then the tail the ring still holds (at most ring_bytes).
+        // What the log lacks, then as much of the tail the ring still holds (at most
+        // ring_bytes) as the budget grants, its end first.
         const uint64_t total = p.ring.total();
         const uint64_t from = std::max(p.ring.oldest(), p.log_written);
         std::string tail;
         p.ring.copy(from, static_cast<size_t>(total - from), tail);
-        // Written whatever the budget says: a log past it keeps its tail (at most ring_bytes).
-        const uint64_t shown = tail.size();
+        uint64_t shown = tail.size();
+        bool noted = true;
         if (config_.budget != nullptr) {
-            config_.budget->add(shown);
+            // Room for the note first (its figures are not known yet: room for the longest).
+            noted = config_.budget->take_all(gap_note_max());
+            shown = noted ? config_.budget->take(tail.size()) : 0;
         }
         p.log_dropped = total - p.log_written - shown;
-        (void)write_all(p.log.get(),
-                        fmt::format("[stockade: {} of output were not kept here; the last {} "
-                                    "follow.]\n",
-                                    tools::format_size(p.log_dropped), tools::format_size(shown)));
-        (void)write_all(p.log.get(), tail);
+        p.log_end_dropped = shown == 0;
+        if (noted) {
+            const std::string note = gap_note(p.log_dropped, shown);
+            if (config_.budget != nullptr) {
+                config_.budget->give_back(gap_note_max() - note.size());
+            }
+            (void)write_all(p.log.get(), note);
+            (void)write_all(p.log.get(), std::string_view(tail).substr(tail.size() - shown));
+        }
     }
     if (config_.budget != nullptr && p.log_opened) {
         config_.budget->set_in_use(p.log_path.substr(p.log_path.rfind('/') + 1), false);
@@ -571,6 +625,7 @@ tools::ProcessInfo ProcessManagerImpl::info_locked(const Proc& p) const {
         .output_closed = p.output_closed,
         .failure = p.failure,
         .log_dropped = p.log_dropped,
+        .log_end_dropped = p.log_end_dropped,
         .leftovers = p.leftovers.count,
         .leftover_names = p.leftovers.names,
         .network_refused = config_.network != nullptr && !p.network_tag.empty()

@@ -54,7 +54,8 @@ struct ProcessManagerConfig {
     int first_id = 1;                      // of "p<N>" (a resumed session continues its numbering)
     std::optional<uint64_t> pids_limit{};  // the sandbox's process limit, for load()
     // The session's output budget, which the logs share with its spilled results (may be null:
-    // only log_cap_bytes bounds a log).
+    // only log_cap_bytes bounds a log). Everything a log holds is taken from it: the output,
+    // the notes on where the log stops and what it lacks, and the tail added at its end.
     OutputBudget* budget = nullptr;
     // Network mode allowlist: each command's proxy settings, and what the proxy refused it
     // (may be null: no proxy).
@@ -133,7 +134,7 @@ private:
     void on_output(Proc& p, const char* data, size_t n);
     void on_output_closed(Proc& p);
     // Preconditions: mu_ held. Closes the log; one that stopped early gets what it lacks said
-    // and the tail the ring still holds.
+    // and, as far as the budget has room for it, the tail the ring still holds.
     void finish_log(Proc& p);
     // The worker's exit report; nullopt when the status pipe closed without one.
     void on_status(Proc& p, std::optional<workspace::ExitReport> report);

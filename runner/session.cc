@@ -115,9 +115,12 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         return std::move(loaded).error();
     }
     session->policy_ = std::make_unique<policy::Policy>(std::move(loaded).value());
-    // A Read-denied file that git tracks stays readable through git: say so at the start.
-    for (auto& warning : git_tracked_denials(*session->policy_, session->workspace_)) {
-        policy_warnings.push_back(std::move(warning));
+    // A Read-denied file that git tracks stays readable through git: say so at the start, to
+    // the operator here and to the model after the first result.
+    const std::vector<TrackedDenial> tracked =
+        git_tracked_denied(*session->policy_, session->workspace_);
+    for (const TrackedDenial& denial : tracked) {
+        policy_warnings.push_back(tracked_denial_warning(denial));
     }
     session->structured_content_ = config.structured_content;
     for (const auto& warning : policy_warnings) {
@@ -270,6 +273,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         .network = session->network_.get(),
         .ask_fallback_allow = config.policy.ask_fallback == "allow",
         .session_note = [worker = session->worker_.get()] { return worker->take_loss_note(); },
+        .first_note = tracked_denials_note(tracked),
         .meters = session->meters_.get()});
     return session;
 }

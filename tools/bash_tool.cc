@@ -57,6 +57,22 @@ std::string invalid_input(std::string_view what) {
         what);
 }
 
+// What a command's log lacks when the disk budget ran out as it was written (the log says
+// where): none of the output, its end, or the middle between its start and its tail.
+std::string log_dropped_note(const ProcessInfo& info) {
+    constexpr std::string_view kWhy =
+        "the disk budget for this session's logs and spilled results ran out";
+    if (info.log_end_dropped && info.log_dropped >= info.output_bytes) {
+        return fmt::format(
+            "Note: the full output's log holds none of it ({}): what is shown here is all that "
+            "was kept.",
+            kWhy);
+    }
+    return fmt::format("Note: the full output's log lacks {} from its {} ({}); it keeps the {}.",
+                       format_size(info.log_dropped), info.log_end_dropped ? "end" : "middle", kWhy,
+                       info.log_end_dropped ? "start only" : "start and the end");
+}
+
 std::string lower_first(std::string s) {
     if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') {
         s[0] = static_cast<char>(s[0] - 'A' + 'a');
@@ -507,11 +523,8 @@ private:
             fmt::format("\n[{} \u00b7 {} \u00b7 cwd {}]", outcome, duration, call.dir.display);
         if (info.log_dropped > 0) {
             call.meta["log_dropped_bytes"] = info.log_dropped;
-            r.content += fmt::format(
-                "\nNote: the full output's log lacks {} from its middle (the disk budget "
-                "for this session's logs and spilled results ran out); it keeps the start and the "
-                "end.",
-                format_size(info.log_dropped));
+            call.meta["log_end_dropped"] = info.log_end_dropped;
+            r.content += "\n" + log_dropped_note(info);
         }
         if (info.leftovers > 0) {
             call.meta["leftovers_stopped"] = info.leftovers;

@@ -57,9 +57,11 @@ struct ProcessInfo {
     uint64_t output_lines = 0;             // '\n'-terminated lines, plus one for a partial line
     bool output_closed = false;            // EOF: no process holds its output any more
     std::string failure{};                 // kFailed: why
-    // Once its output is closed: bytes its log lacks from the middle (its cap or the session's
-    // output budget was reached; the log says where, and ends with the tail).
+    // Once its output is closed: bytes its log lacks (its cap or the session's output budget
+    // was reached; the log says where). They are from the middle when the log ends with the
+    // tail, or from the end when there was no room for the tail either (log_end_dropped).
     uint64_t log_dropped = 0;
+    bool log_end_dropped = false;
     // When the leader ended: processes it had started and left running (a daemon, a job sent
     // to the background, `setsid`), which the sandbox then stopped, and their names (the
     // first few).

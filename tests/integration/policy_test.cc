@@ -202,11 +202,24 @@ TEST_F(PolicyTest, TheFileToolsMatchRulesAgainstThePathASymlinkLeadsTo) {
                 HasSubstr("plain text"));
 }
 
-TEST_F(PolicyTest, ADeniedFileThatGitTracksIsCalledOutAtTheStartAndByPolicyCheck) {
-    const std::string git = "git -C '" + workspace_.path() + "' -c user.name=t -c user.email=t@t ";
+// Makes `dir` a repository with everything in it committed.
+void commit_everything_in(const std::string& dir) {
+    const std::string git = "git -C '" + dir + "' -c user.name=t -c user.email=t@t ";
     ASSERT_EQ(
         std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm init").c_str()),
         0);
+}
+
+// The workspace's .env and secrets/key.pem committed: the masks hide the files, not what git
+// keeps of them.
+void commit_everything(const TempDir& workspace) {
+    commit_everything_in(workspace.path());
+}
+
+TEST_F(PolicyTest, ADeniedFileThatGitTracksIsCalledOutEverywhereThePolicyIsLookedAt) {
+    workspace_.write_file(".stockade/settings.json",
+                          R"json({"permissions": {"deny": ["Read(./.env)"]}})json");
+    commit_everything(workspace_);
     RunConfig in_ws;
     in_ws.cwd = workspace_.path();
     RunResult check =
@@ -214,6 +227,51 @@ TEST_F(PolicyTest, ADeniedFileThatGitTracksIsCalledOutAtTheStartAndByPolicyCheck
     EXPECT_EQ(check.exit_code, 0) << check.describe();
     EXPECT_THAT(check.out, HasSubstr("warning: Read(./.env)"));
     EXPECT_THAT(check.out, HasSubstr("git show HEAD:.env"));
+    RunResult explained =
+        run_stockade({"policy", "explain", "--no-user-settings", "--policy",
+                      workspace_.sub(".claude/settings.json"), "read", R"({"file_path": ".env"})"},
+                     in_ws);
+    EXPECT_EQ(explained.exit_code, 1) << explained.describe();
+    EXPECT_THAT(explained.out,
+                HasSubstr("warning: Read(./.env) (" + workspace_.sub(".claude/settings.json") +
+                          ":7) denies 1 file that git tracks (.env): the sandbox "
+                          "hides the file, but the rule cannot hide its committed "
+                          "contents"));
+    EXPECT_THAT(explained.out, HasSubstr("deny Read(./.git/**) as well"));
+    RunResult as_json = run_stockade({"policy", "explain", "--no-user-settings", "--json", "--deny",
+                                      "Read(./secrets/**)", "bash", R"({"command": "ls"})"},
+                                     in_ws);
+    const auto json = nlohmann::json::parse(as_json.out, nullptr, false);
+    ASSERT_TRUE(json.is_object()) << as_json.describe();
+    ASSERT_EQ(json["git_tracked_denials"].size(), 2U) << json.dump(2);
+    EXPECT_EQ(json["git_tracked_denials"][1]["rule"], "Read(./secrets/**)");
+    EXPECT_EQ(json["git_tracked_denials"][1]["first"], nlohmann::json({"secrets/key.pem"}));
+    // doctor, here: the settings files a session here reads (the project's denies .env).
+    RunResult doctor = run_stockade({"doctor"}, in_ws);
+    EXPECT_THAT(doctor.out, HasSubstr("policy: warning: Read(./.env) (" +
+                                      workspace_.sub(".stockade/settings.json") +
+                                      ":1) denies 1 file that git tracks (.env)"))
+        << doctor.describe();
+
+    // doctor --tenants: in a project beneath a tenant's root, with the tenant's rules.
+    TempDir root("stockade-policy-tenant");
+    root.write_file("proj/.env", "API_TOKEN=tenant-secret\n");
+    root.write_file("proj/README.md", "a project\n");
+    root.make_dir("plain");
+    commit_everything_in(root.sub("proj"));
+    const std::string tenants =
+        root.write_file("tenants.json", nlohmann::json({{"tenants",
+                                                         {{{"name", "acme"},
+                                                           {"token_sha256", {std::string(64, 'a')}},
+                                                           {"workspace_root", root.path()},
+                                                           {"deny", {"Read(./.env)"}}}}}})
+                                            .dump());
+    RunResult tenant_doctor = run_stockade({"doctor", "--tenants", tenants});
+    EXPECT_THAT(tenant_doctor.out, HasSubstr("in proj: Read(./.env) ("))
+        << tenant_doctor.describe();
+    EXPECT_THAT(tenant_doctor.out, HasSubstr("denies 1 file that git tracks (.env)"))
+        << tenant_doctor.describe();
+
     serve({"--policy", workspace_.sub(".claude/settings.json")});
     std::string events;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(state_.path())) {
@@ -223,6 +281,41 @@ TEST_F(PolicyTest, ADeniedFileThatGitTracksIsCalledOutAtTheStartAndByPolicyCheck
     }
     EXPECT_THAT(events, HasSubstr("denies 1 file that git tracks (.env)"));
     EXPECT_THAT(events, HasSubstr("denies 1 file that git tracks (secrets/key.pem)"));
+    // The model is told with the first result of its session, once: the mask hides the file,
+    // not what git keeps of it.
+    const std::string first = text_of(serve_->call("read", {{"file_path", "src/app.txt"}}));
+    EXPECT_THAT(first, HasSubstr("ordinary file"));
+    EXPECT_TRUE(first.ends_with(
+        "\n\nNote: git tracks 2 files that the policy denies you (.env, secrets/key.pem; rules "
+        "Read(./.env), Read(./secrets/**)). The sandbox hides them, but the rules cannot hide "
+        "their committed contents, which git prints from the repository (git show HEAD:.env): "
+        "they are off limits all the same, so do not read them through git. To make the rules "
+        "hold, the user can take the files out of the repository's history, or deny "
+        "Read(./.git/**) as well."))
+        << first;
+    EXPECT_THAT(first, Not(HasSubstr(workspace_.sub(".claude"))))
+        << "no origin (a host path) reaches the model";
+    // Which is no idle warning: git still prints the masked file.
+    const std::string shown = text_of(bash("git show HEAD:.env"));
+    EXPECT_THAT(shown, HasSubstr("super-secret-value")) << shown;
+    EXPECT_THAT(shown, Not(HasSubstr("git tracks"))) << "once";
+}
+
+TEST_F(PolicyTest, DenyingTheRepositoryToMakesTheRuleHoldAndNothingIsSaid) {
+    commit_everything(workspace_);
+    RunConfig in_ws;
+    in_ws.cwd = workspace_.path();
+    RunResult explained = run_stockade({"policy", "explain", "--no-user-settings", "--policy",
+                                        workspace_.sub(".claude/settings.json"), "--deny",
+                                        "Read(./.git/**)", "read", R"({"file_path": ".env"})"},
+                                       in_ws);
+    EXPECT_EQ(explained.exit_code, 1) << explained.describe();
+    EXPECT_THAT(explained.out, Not(HasSubstr("git tracks"))) << explained.describe();
+    serve({"--policy", workspace_.sub(".claude/settings.json"), "--deny", "Read(./.git/**)"});
+    const std::string shown = text_of(bash("git show HEAD:.env 2>&1"));
+    EXPECT_THAT(shown, Not(HasSubstr("super-secret"))) << shown;
+    EXPECT_THAT(shown, HasSubstr("not a git repository")) << "the repository is masked" << shown;
+    EXPECT_THAT(shown, Not(HasSubstr("git tracks"))) << shown;
 }
 
 TEST_F(PolicyTest, AToolDeniedAsAWholeIsHiddenFromToolsList) {

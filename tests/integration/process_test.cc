@@ -255,11 +255,14 @@ TEST_F(ProcessTest, TheTruncationMarkersFileIsReadableInsideAndNothingElseOfTheS
 
 TEST_F(ProcessTest, ASessionKeepsNoMoreOutputThanItsBudgetAndSaysWhatItDropped) {
     serve({"--output-budget", "1M"});
-    // 6.9 MB of numbered lines: the log keeps its first megabyte and, at its end, the last
-    // 2 MiB the supervisor still held; the result says what the log lacks.
+    // 6.9 MB of numbered lines: the log keeps its first megabyte, its note on where it stops
+    // included; the budget has no room left for the tail the supervisor still held, so the log
+    // ends there, and the result says so (and shows the end itself).
     auto big = serve_->call("bash", {{"command", "seq 1 1000000"}});
     const std::string text = text_of(big);
     EXPECT_THAT(text, HasSubstr("Note: the full output's log lacks")) << text;
+    EXPECT_THAT(text, HasSubstr("from its end")) << text;
+    EXPECT_THAT(text, HasSubstr("it keeps the start only")) << text;
     EXPECT_THAT(text, HasSubstr("1000000")) << "the tail is shown";
     const std::string marker = "Full output: ";
     const size_t at = text.find(marker);
@@ -267,12 +270,14 @@ TEST_F(ProcessTest, ASessionKeepsNoMoreOutputThanItsBudgetAndSaysWhatItDropped) 
     const size_t start = at + marker.size();
     const std::string log = text.substr(start, text.find(' ', start) - start);
     // (Through grep, which leaves no log of its own to take the budget.)
+    EXPECT_THAT(text_of(serve_->call("grep", {{"pattern", "^1000$"}, {"path", log}})),
+                HasSubstr(": 1000"));
     EXPECT_THAT(text_of(serve_->call("grep", {{"pattern", "^1000000$"}, {"path", log}})),
-                HasSubstr(": 1000000"));
+                HasSubstr("No matches"));
     EXPECT_THAT(text_of(serve_->call("grep", {{"pattern", "this log stops here"}, {"path", log}})),
                 HasSubstr("the session's output budget (1.0 MB"));
-    EXPECT_LT(std::filesystem::file_size(log), (1U << 20) + (2U << 20) + 1024);
-    // What the session keeps on disk stays near the budget: the next command's log pruned
+    EXPECT_LE(std::filesystem::file_size(log), 1U << 20);
+    // What the session keeps on disk stays within the budget: the next command's log pruned
     // what came before it.
     (void)serve_->call("bash", {{"command", "seq 1 1000000"}});
     uint64_t kept = 0;
@@ -282,7 +287,8 @@ TEST_F(ProcessTest, ASessionKeepsNoMoreOutputThanItsBudgetAndSaysWhatItDropped) 
             kept += entry.file_size();
         }
     }
-    EXPECT_LT(kept, (1U << 20) + 3 * (2U << 20)) << "the budget, and the tails it lets by";
+    EXPECT_LE(kept, 1U << 20) << "the budget, notes and tails included";
+    EXPECT_FALSE(std::filesystem::exists(log)) << "pruned for the next command's log";
 }
 
 TEST_F(ProcessTest, InCiModeTheSessionsOwnLoopbackIsReachableAndTheNetworkIsNot) {

@@ -5,8 +5,10 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -39,7 +41,8 @@ class ExecutorTest : public ::testing::Test {
 protected:
     // An executor over the harness's workspace, with `policy`.
     Executor& executor(const std::string& permissions = "{}",
-                       policy::Mode mode = policy::Mode::kLocal, bool fallback_allow = false) {
+                       policy::Mode mode = policy::Mode::kLocal, bool fallback_allow = false,
+                       std::string first_note = {}) {
         policy_ = std::make_unique<policy::Policy>(load(permissions, mode));
         executor_ = std::make_unique<Executor>(
             ExecutorParts{.tools = registry_,
@@ -50,9 +53,8 @@ protected:
                           .where = {.workspace_root = kWorkspaceDisplay, .private_loopback = true},
                           .host_network = false,
                           .ask_fallback_allow = fallback_allow,
-                          .session_note = [this] {
-                              return std::exchange(note_, {});
-                          }});
+                          .session_note = [this] { return std::exchange(note_, {}); },
+                          .first_note = std::move(first_note)});
         return *executor_;
     }
     ExecutedCall run(const std::string& tool, const nlohmann::json& args,
@@ -160,6 +162,50 @@ TEST_F(ExecutorTest, TheWholePathRunsAndRecordsInOrder) {
     EXPECT_FALSE(events_.events().back().durable) << "a read is not fsync'd";
     EXPECT_THAT(run("read", {{"file_path", "src/a.txt"}}).result.content,
                 Not(HasSubstr("SIGKILL")));
+}
+
+TEST_F(ExecutorTest, TheSessionsFirstResultEndsWithItsFirstNoteWhateverTheCall) {
+    h_.ws.put("src/a.txt", "alpha\n");
+    executor(R"json({"deny": ["Read(./.env)"]})json", policy::Mode::kLocal, false,
+             "Note: git tracks a file that the policy denies you.");
+    note_ = "Note: the session's sandbox worker was killed by SIGKILL.";
+    // Even a refusal: it is the first thing the model reads from this session.
+    const ExecutedCall refused = run("read", {{"file_path", ".env"}});
+    EXPECT_TRUE(refused.result.is_error);
+    EXPECT_TRUE(refused.result.content.ends_with(
+        "\n\nNote: git tracks a file that the policy denies you.\n\nNote: the session's sandbox "
+        "worker was killed by SIGKILL."))
+        << refused.result.content;
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_THAT(run("read", {{"file_path", "src/a.txt"}}).result.content,
+                    Not(HasSubstr("git tracks")))
+            << "once";
+    }
+    // Calls at once (of arguments that stop at stage 1, which touches nothing shared): exactly
+    // one of them carries it.
+    Executor at_once(ExecutorParts{.tools = registry_,
+                                   .policy = *policy_,
+                                   .grants = grants_,
+                                   .events = events_,
+                                   .context = h_.ctx,
+                                   .where = {.workspace_root = kWorkspaceDisplay},
+                                   .first_note = "Note: once."});
+    std::vector<std::string> contents(8);
+    {
+        std::vector<std::jthread> calls;
+        for (size_t i = 0; i < contents.size(); ++i) {
+            calls.emplace_back([&, i] {
+                mcp::CallInfo info;
+                info.request_id = std::to_string(i);
+                contents[i] =
+                    at_once.run("read", {{"file_path", 3}}, info, "c-" + std::to_string(i))
+                        .result.content;
+            });
+        }
+    }
+    EXPECT_EQ(std::count_if(contents.begin(), contents.end(),
+                            [](const std::string& c) { return c.ends_with("\n\nNote: once."); }),
+              1);
 }
 
 TEST_F(ExecutorTest, AWriteCompletesDurably) {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "common/syscall.h"
+#include "tests/testing/golden.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::runner {
@@ -21,6 +22,7 @@ using ::testing::ElementsAre;
 using testing::HasErrc;
 using ::testing::HasSubstr;
 using testing::IsOk;
+using ::testing::Not;
 
 // A repository made by the real git, with `files` added to its index in `version`.
 class GitIndexTest : public ::testing::Test {
@@ -102,7 +104,14 @@ TEST_F(GitIndexTest, TrackedFilesThatAReadRuleDeniesAreNamedWithTheRule) {
     EXPECT_THAT(warnings[0], HasSubstr("Read(./.env) (command line:1) denies 1 file that git "
                                        "tracks (.env)"));
     EXPECT_THAT(warnings[0], HasSubstr("git show HEAD:.env"));
+    EXPECT_THAT(warnings[0], HasSubstr("deny Read(./.git/**) as well"));
     EXPECT_THAT(warnings[1], HasSubstr("Read(./config/**) (command line:1) denies 2 files"));
+    const std::vector<TrackedDenial> denied = git_tracked_denied(*policy, ws);
+    ASSERT_EQ(denied.size(), 2U);
+    EXPECT_EQ(denied[1].rule, "Read(./config/**)");
+    EXPECT_EQ(denied[1].origin, "command line:1");
+    EXPECT_EQ(denied[1].count, 2U);
+    EXPECT_THAT(denied[1].first, ElementsAre("config/app.ini", "config/secrets.txt"));
     // No repository, no warning.
     fs::remove_all(dir_ / ".git");
     EXPECT_TRUE(git_tracked_denials(*policy, ws).empty());
@@ -129,6 +138,82 @@ TEST_F(GitIndexTest, AnIndexPlantedOutsideTheWorkspaceOrAsAFifoIsNeverRead) {
     fs::remove(other);
     ASSERT_EQ(::mkfifo((dir_ / ".git/index").c_str(), 0600), 0);
     EXPECT_TRUE(git_tracked_denials(*policy, ws).empty());
+}
+
+policy::Policy load(const std::string& deny, const std::string& workspace) {
+    auto policy = policy::Policy::load(
+        std::vector<policy::SettingsSource>{
+            {.layer = policy::Layer::kCommandLine,
+             .origin = "command line",
+             .text = R"json({"permissions": {"deny": [)json" + deny + "]}}"}},
+        policy::PolicyOptions{.workspace_root = workspace});
+    EXPECT_THAT(policy, IsOk());
+    return std::move(policy).value();
+}
+
+TEST(TrackedDenialsTest, EachRuleCountsTheTrackedFilesItDeniesAndNamesTheFirstFew) {
+    const auto policy = load(R"j("Read(./.env)", "Read(./logs/**)", "Edit(./src/**)")j", "/ws");
+    const std::vector<TrackedDenial> denied = tracked_denials(
+        policy, "/ws",
+        {".env", "README.md", "logs/1", "logs/2", "logs/3", "logs/4", "src/a.cc", "x/.env"});
+    ASSERT_EQ(denied.size(), 2U) << "an Edit rule does not hide a file";
+    EXPECT_EQ(denied[0].rule, "Read(./.env)");
+    EXPECT_EQ(denied[0].count, 2U) << "a name without a slash, at any depth";
+    EXPECT_THAT(denied[0].first, ElementsAre(".env", "x/.env"));
+    EXPECT_EQ(denied[1].rule, "Read(./logs/**)");
+    EXPECT_EQ(denied[1].count, 4U);
+    EXPECT_THAT(denied[1].first, ElementsAre("logs/1", "logs/2", "logs/3"));
+    EXPECT_TRUE(tracked_denials(policy, "/ws", {"README.md"}).empty());
+}
+
+TEST(TrackedDenialsTest, NothingIsSaidOnceTheRepositorysObjectsAreDeniedToo) {
+    for (const char* git :
+         {R"j("Read(./.git/**)")j", R"j("Read(./.git)")j", R"j("Read(./.git/objects/**)")j"}) {
+        const auto policy = load(std::string(R"j("Read(./.env)", )j") + git, "/ws");
+        EXPECT_TRUE(tracked_denials(policy, "/ws", {".env", "README.md"}).empty()) << git;
+    }
+    const auto refs_only = load(R"j("Read(./.env)", "Read(./.git/refs/**)")j", "/ws");
+    EXPECT_EQ(tracked_denials(refs_only, "/ws", {".env"}).size(), 1U)
+        << "git still reads the objects";
+}
+
+TEST(TrackedDenialsTest, TheOperatorIsToldTheRuleItsOriginAndBothRemedies) {
+    stockade::testing::expect_golden(
+        "policy", "git_tracked_warning.txt",
+        tracked_denial_warning({.rule = "Read(./.env)",
+                                .origin = "/etc/stockade/policy.json:3",
+                                .count = 1,
+                                .first = {".env"}}));
+    stockade::testing::expect_golden(
+        "policy", "git_tracked_warning_many.txt",
+        tracked_denial_warning({.rule = "Read(./config/**)",
+                                .origin = "command line:1",
+                                .count = 5,
+                                .first = {"config/a.ini", "config/b.ini", "config/c.ini"}}));
+}
+
+TEST(TrackedDenialsTest, TheModelIsToldOnceWhatTheRulesCannotHideAndWhatTheUserCanDo) {
+    stockade::testing::expect_golden("policy", "git_tracked_note.txt",
+                                     tracked_denials_note({{.rule = "Read(./.env)",
+                                                            .origin = "/etc/stockade/x.json:3",
+                                                            .count = 1,
+                                                            .first = {".env"}}}));
+    const std::vector<TrackedDenial> many = {
+        {.rule = "Read(./.env)", .origin = "command line:1", .count = 1, .first = {".env"}},
+        {.rule = "Read(./config/**)",
+         .origin = "/home/op/.config/stockade/settings.json:4",
+         .count = 5,
+         .first = {"config/a.ini", "config/b.ini", "config/c.ini"}}};
+    const std::string note = tracked_denials_note(many);
+    stockade::testing::expect_golden("policy", "git_tracked_note_many.txt", note);
+    EXPECT_THAT(note, Not(HasSubstr("/home/op"))) << "no host path reaches the model";
+    EXPECT_EQ(tracked_denials_note({}), "");
+    // A tracked name is the repository's, not ours: shown inert, on one line.
+    EXPECT_THAT(tracked_denials_note({{.rule = "Read(./**/*.key)",
+                                       .origin = "command line:1",
+                                       .count = 1,
+                                       .first = {"a\n\x1b[2Jb.key"}}}),
+                HasSubstr(R"(("a\n\u001b[2Jb.key"; rule Read(./**/*.key)))"));
 }
 
 }  // namespace

@@ -377,6 +377,24 @@ TEST_F(BashToolTest, ALogThatRanOutOfBudgetSaysWhatItLacks) {
     EXPECT_EQ(r.metadata["log_dropped_bytes"], 3'400'000'000ULL);
 }
 
+TEST_F(BashToolTest, ALogWithNoRoomForItsEndSaysItKeepsTheStartOnly) {
+    h.pm.scripts["make -j"] = FakeScript{
+        .output = "compiled a.o\ncompiled b.o\nbuilt\n", .log_dropped = 6, .log_end_dropped = true};
+    const ToolResult r = bash("make -j");
+    EXPECT_FALSE(r.is_error);
+    expect_golden("bash_log_end_dropped.txt", r.content);
+    EXPECT_EQ(r.metadata["log_dropped_bytes"], 6U);
+    EXPECT_EQ(r.metadata["log_end_dropped"], true);
+}
+
+TEST_F(BashToolTest, ALogWithNoRoomForAnyOfItSaysSo) {
+    h.pm.scripts["make -j"] =
+        FakeScript{.output = "built\n", .log_dropped = 6, .log_end_dropped = true};
+    const ToolResult r = bash("make -j");
+    EXPECT_FALSE(r.is_error);
+    expect_golden("bash_log_empty.txt", r.content);
+}
+
 TEST_F(BashToolTest, OutputHeldOpenButNothingLeft) {
     h.pm.scripts["x"] = FakeScript{.output = "ok\n", .output_closed = false};
     const ToolResult r = bash("x");

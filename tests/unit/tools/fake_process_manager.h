@@ -35,7 +35,8 @@ struct FakeScript {
     bool output_closed = true;  // false: a background child still holds the output
     // Processes it left running when it ended, which the sandbox stopped: their names.
     std::vector<std::string> leftovers{};
-    uint64_t log_dropped = 0;  // bytes its log lacks (the session's output budget ran out)
+    uint64_t log_dropped = 0;      // bytes its log lacks (the session's output budget ran out)
+    bool log_end_dropped = false;  // ... its end among them
     std::vector<NetworkRefusal> network_refused{};  // what the allowlist proxy refused it
     std::string write_response{};                   // appended to the output on every write()
     std::optional<Error> start_error{};
@@ -306,6 +307,7 @@ private:
         p.info.leftovers = static_cast<uint32_t>(p.script.leftovers.size());
         p.info.leftover_names = p.script.leftovers;
         p.info.log_dropped = p.script.log_dropped;
+        p.info.log_end_dropped = p.script.log_end_dropped;
         p.info.network_refused = p.script.network_refused;
         sync(p);
     }
