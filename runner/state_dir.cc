@@ -125,11 +125,11 @@ Result<UniqueFd> open_state_child(int parent, const std::string& name, mode_t mo
     return fd;
 }
 
-// A subdirectory of `fd`, never through a symlink (invalid when there is none).
+// A subdirectory of `fd`, never through a symlink or a mount point (invalid when there is
+// none).
 UniqueFd open_subdir(int fd, const std::string& name) {
-    return UniqueFd(retry_eintr([&] {
-        return ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    }));
+    auto dir = open_dir_beneath(fd, {name});
+    return dir ? std::move(dir).value() : UniqueFd();
 }
 
 }  // namespace
