@@ -36,7 +36,7 @@
 
 #include <fmt/format.h>
 
-#include "runner/run_command.h"
+#include "runner/cli/run_command.h"
 #include "sandbox/mount_plan.h"
 #include "sandbox/spec.h"
 

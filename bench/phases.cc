@@ -26,7 +26,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
-#include "runner/run_command.h"
+#include "runner/cli/run_command.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/features.h"
 #include "sandbox/idmap.h"

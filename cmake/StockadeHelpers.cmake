@@ -21,8 +21,11 @@ function(stockade_apply_flags target)
 endfunction()
 
 # The dependency rule (DESIGN.md §2): common <- policy, workspace, sandbox <- tools <- runner;
-# images uses sandbox; network (the sandboxes' proxy) uses common. STOCKADE_MAY_USE_<module>
-# lists the modules whose headers it may include.
+# images uses sandbox; network (the sandboxes' proxy) uses common. runner/ is four modules, one
+# floor each: mcp (the protocol) <- session (the engine) <- host (tenants) <- cli (the verbs).
+# STOCKADE_MAY_USE_<module> lists the modules whose headers it may include (all of them, the
+# ones its dependencies bring included); STOCKADE_FOLDER_<module> is its folder when that is not
+# its name.
 set(STOCKADE_MAY_USE_common "")
 set(STOCKADE_MAY_USE_network common)
 set(STOCKADE_MAY_USE_policy common)
@@ -30,7 +33,22 @@ set(STOCKADE_MAY_USE_workspace common)
 set(STOCKADE_MAY_USE_sandbox common)
 set(STOCKADE_MAY_USE_images sandbox common)
 set(STOCKADE_MAY_USE_tools policy workspace sandbox common)
-set(STOCKADE_MAY_USE_runner tools images policy workspace sandbox network common)
+set(STOCKADE_MAY_USE_mcp tools policy workspace sandbox network common)
+set(STOCKADE_MAY_USE_session mcp tools images policy workspace sandbox network common)
+set(STOCKADE_MAY_USE_host session mcp tools images policy workspace sandbox network common)
+set(STOCKADE_MAY_USE_cli host session mcp tools images policy workspace sandbox network common)
+foreach(module mcp session host cli)
+    set(STOCKADE_FOLDER_${module} runner/${module})
+endforeach()
+
+# stockade_module_folder(module OUT): the module's folder, relative to the project root.
+function(stockade_module_folder module out_var)
+    if(DEFINED STOCKADE_FOLDER_${module})
+        set(${out_var} ${STOCKADE_FOLDER_${module}} PARENT_SCOPE)
+    else()
+        set(${out_var} ${module} PARENT_SCOPE)
+    endif()
+endfunction()
 
 # stockade_include_view(module OUT_DIR): a directory holding a link to the module's own folder
 # and to each folder it may use, and nothing else. A module compiles with its view, not the
@@ -39,8 +57,11 @@ function(stockade_include_view module out_var)
     set(view ${PROJECT_BINARY_DIR}/include-view/${module})
     file(MAKE_DIRECTORY ${view})
     foreach(used ${module} ${STOCKADE_MAY_USE_${module}})
-        if(NOT EXISTS ${view}/${used})
-            file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${used} ${view}/${used} SYMBOLIC)
+        stockade_module_folder(${used} folder)
+        if(NOT EXISTS ${view}/${folder})
+            get_filename_component(parent ${view}/${folder} DIRECTORY)
+            file(MAKE_DIRECTORY ${parent})
+            file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${folder} ${view}/${folder} SYMBOLIC)
         endif()
     endforeach()
     set(${out_var} ${view} PARENT_SCOPE)

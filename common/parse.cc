@@ -161,4 +161,19 @@ std::string_view trim_ows(std::string_view text) {
     return text;
 }
 
+std::string size_text(uint64_t bytes) {
+    constexpr uint64_t kK = 1024;
+    constexpr std::pair<char, uint64_t> kUnits[] = {
+        {'T', kK * kK * kK * kK}, {'G', kK * kK * kK}, {'M', kK * kK}, {'K', kK}};
+    for (const auto& [unit, scale] : kUnits) {
+        if (bytes >= scale) {
+            return bytes % scale == 0
+                       ? fmt::format("{}{}", bytes / scale, unit)
+                       : fmt::format("{:.1f}{}",
+                                     static_cast<double>(bytes) / static_cast<double>(scale), unit);
+        }
+    }
+    return fmt::format("{}", bytes);
+}
+
 }  // namespace stockade

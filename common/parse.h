@@ -11,6 +11,9 @@ namespace stockade {
 
 // "4096", "512K", "64M", "2G", "1T" (powers of 1024; an optional trailing "B"/"iB").
 Result<uint64_t> parse_size(std::string_view text);
+// A size as an operator would type it, in the largest unit it reaches: "2G", "512M" when exact,
+// else "11.8G"; a byte count below 1K. (Sizes the model reads: tools::format_size.)
+std::string size_text(uint64_t bytes);
 // A decimal integer within [min, max].
 Result<uint64_t> parse_uint(std::string_view text, uint64_t min, uint64_t max);
 // "0.5", "2", "1.25": a CPU share in (0, 1024].

@@ -1,6 +1,6 @@
 // The ProcessManager seen by the `bash` and `process` tools (TOOL_PROTOCOL §8.2, DESIGN.md §1).
-// The runner implements it (runner/process_manager.h): commands run in the session's sandbox,
-// while the supervisor reads their output (a ring buffer per process plus a log file that
+// The runner implements it (runner/session/process_manager.h): commands run in the session's
+// sandbox, while the supervisor reads their output (a ring buffer per process plus a log file that
 // keeps everything), owns their clocks and stops them. Tools only format what it reports.
 //
 // Output is addressed by byte offset in the process's log (0-based) and by 1-based line:

@@ -1,10 +1,10 @@
-// Fuzzes the git index reader (runner/git_index.h): no crash, no read past the input, and
+// Fuzzes the git index reader (runner/session/git_index.h): no crash, no read past the input, and
 // every path it returns is one the input spelled out.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
-#include "runner/git_index.h"
+#include "runner/session/git_index.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);

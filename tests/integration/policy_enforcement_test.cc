@@ -1,6 +1,6 @@
 // Path deny rules hold for every command, not only for the tools that check them: masked and
-// read-only paths (`stockade run --mask / --read-only`, what runner/policy_enforcement.h makes
-// of Read(...) and Edit(...) deny rules) are mounts in the sandbox, so `cat .env`, a copy, a
+// read-only paths (`stockade run --mask / --read-only`, what runner/session/policy_enforcement.h
+// makes of Read(...) and Edit(...) deny rules) are mounts in the sandbox, so `cat .env`, a copy, a
 // python one-liner or a symlink made at run time all meet the same wall. Every case runs as root
 // (idmapped workspace) and unprivileged (tests/testing/as_user.sh), in temporary directories.
 #include <sys/stat.h>

@@ -32,7 +32,8 @@ using ::testing::StartsWith;
 using ::testing::UnorderedElementsAreArray;
 using namespace std::chrono_literals;
 
-// What a root caller's sandbox user is on the host (runner/run_command.h kDefaultHostUid).
+// What a root caller's sandbox user is on the host (runner/session/sandbox_config.h
+// kDefaultHostUid).
 constexpr uid_t kRootCallerHostUid = 1879048192;
 
 constexpr int kExitUsage = 2;

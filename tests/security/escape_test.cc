@@ -36,7 +36,7 @@ namespace {
 using ::testing::HasSubstr;
 using namespace std::chrono_literals;
 
-constexpr uid_t kRootCallerHostUid = 1879048192;  // runner/run_command.h kDefaultHostUid
+constexpr uid_t kRootCallerHostUid = 1879048192;  // runner/cli/run_command.h kDefaultHostUid
 constexpr int kExitUnavailable = 77;
 
 MATCHER(Blocked, "the probe reports the attempt BLOCKED") {

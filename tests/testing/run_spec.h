@@ -4,8 +4,8 @@
 #pragma once
 
 #include "common/result.h"
-#include "runner/run_command.h"
-#include "runner/sandbox_config.h"
+#include "runner/cli/run_command.h"
+#include "runner/session/sandbox_config.h"
 
 namespace stockade::testing {
 

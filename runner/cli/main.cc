@@ -1,0 +1,358 @@
+// stockade: the CLI. Each verb is a file of its own (run_command.cc, doctor_command.cc).
+#include <unistd.h>
+
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/version.h"
+#include "runner/cli/doctor_command.h"
+#include "runner/cli/exit_codes.h"
+#include "runner/cli/http_serve.h"
+#include "runner/cli/policy_command.h"
+#include "runner/cli/run_command.h"
+#include "runner/cli/serve_command.h"
+#include "runner/cli/sessions_command.h"
+#include "runner/session/session_worker.h"
+
+namespace {
+
+using stockade::runner::kExitUsage;
+
+// --ro, --rw and --env: what of the host a sandbox sees, for run, serve and call alike.
+void add_mount_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    app.add_option("--ro", o.ro,
+                   "Extra host path mounted read-only at the same path, e.g. a toolchain such as "
+                   "~/.cargo (repeatable; a directory of it on your PATH joins the sandbox's)");
+    app.add_option("--rw", o.rw,
+                   "Extra host path mounted read-write at the same path (repeatable)");
+    app.add_option("--env", o.env,
+                   "Pass NAME from this environment, or set NAME=VALUE (repeatable; everything "
+                   "else is dropped)");
+}
+
+// --network and --resolve, for run, serve and call alike.
+void add_network_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    app.add_option("--network", o.network,
+                   "none (an empty network namespace, loopback up), allowlist (only through "
+                   "Stockade's proxy, to the hosts the rules allow) or host")
+        ->capture_default_str();
+    app.add_option("--resolve", o.resolve,
+                   "--network allowlist: connect NAME[:PORT] to ADDRESS[:PORT] instead of "
+                   "resolving it; the only way to reach a private or loopback address "
+                   "(repeatable)");
+    app.add_option("--network-connections", o.network_connections,
+                   "--network allowlist: connections open at once through the proxy (default "
+                   "256; more are refused)");
+    app.add_option("--network-rate", o.network_rate,
+                   "--network allowlist: bytes per second through the proxy, all connections "
+                   "together, e.g. 10M (default: no bound)");
+}
+
+void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
+    run.add_option("--workspace", o.workspace,
+                   "Project directory, mounted read-write at the same path (default: the current "
+                   "directory)");
+    add_mount_options(run, o);
+    run.add_option("--mask", o.masked_paths,
+                   "Hide a path of the workspace or a bind: an empty, unreadable file or directory "
+                   "over it (repeatable; needs --isolation full or namespaces)");
+    run.add_option("--read-only", o.read_only_paths,
+                   "Make a path of the workspace or a bind read-only (repeatable; needs "
+                   "--isolation full or namespaces)");
+    run.add_flag("--writable-git", o.writable_git,
+                 "Let the command change .git/config and .git/hooks (read-only by default: a "
+                 "hook planted there would run with your next git command, outside the sandbox)");
+    add_network_options(run, o);
+    run.add_option("--policy", o.network_policy.files,
+                   "--network allowlist: a settings file whose network rules apply "
+                   "(sandbox.network.allowedDomains, network.access(...); repeatable)");
+    run.add_option("--allow", o.network_policy.allow,
+                   "--network allowlist: an allow rule, e.g. 'network.access(*.npmjs.org)' "
+                   "(repeatable)");
+    run.add_option("--deny", o.network_policy.deny,
+                   "--network allowlist: a deny rule, e.g. 'network.access(evil.example)' "
+                   "(repeatable)");
+    run.add_option("--allow-preset", o.network_policy.allow_presets,
+                   "--network allowlist: allow a named list of hosts, e.g. registries (the "
+                   "package registries and code hosts; repeatable)");
+    run.add_flag("--no-user-settings", o.network_policy.no_user_settings,
+                 "--network allowlist: ignore ~/.claude/settings.json");
+    run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");
+    run.add_option("--pids", o.pids, "Maximum number of processes and threads");
+    run.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
+    run.add_option("--tmp-size", o.tmp_size, "Size of /tmp (default 1G)");
+    run.add_option("--timeout", o.timeout,
+                   "Kill the sandbox after this long, e.g. 30 or 1.5m (exit status 124)");
+    run.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
+        ->capture_default_str();
+    run.add_option("--image", o.image, "Root image (see `stockade image list`)")
+        ->capture_default_str();
+    run.add_option("--cwd", o.cwd, "Working directory inside the sandbox");
+    run.add_option("--host-uid", o.host_uid,
+                   "Root callers: host uid the sandbox user maps to (default 1879048192)");
+    run.add_option("--host-gid", o.host_gid,
+                   "Root callers: host gid the sandbox user maps to (default 1879048192)");
+    run.add_option("command", o.command, "The command and its arguments, after --");
+    run.positionals_at_end();
+    run.footer(
+        "Exit status: the command's own, 128+N if signal N killed it, 124 on --timeout, 125 if\n"
+        "the sandbox could not be built, 126/127 if the command cannot be executed / is not\n"
+        "found, 77 if the isolation level asked for is not available, 2 for a usage error.");
+}
+
+void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    add_network_options(app, o);
+    app.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
+        ->capture_default_str();
+    app.add_option("--memory", o.memory, "Memory limit of the session's sandbox, e.g. 2G");
+    app.add_option("--pids", o.pids, "Maximum number of processes in the session's sandbox");
+    app.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
+    app.add_option("--tmp-size", o.tmp_size, "Size of the sandbox's /tmp (default 1G)");
+    add_mount_options(app, o);
+    app.add_option("--host-uid", o.host_uid,
+                   "Root callers: host uid (and gid, unless --host-gid) of the session's sandbox "
+                   "user (default: one of its own per session, from 1879048193)");
+    app.add_option("--host-gid", o.host_gid,
+                   "Root callers: host gid of the session's sandbox user");
+    app.add_option("--host-uid-range", o.host_uid_range,
+                   "Root callers: the host uids sessions get one each of, FIRST-LAST (default "
+                   "1879048193-1879113728); give each supervisor of a host its own range, or "
+                   "share one: leases are per id, through /run/stockade/host-ids");
+    app.add_option("--git-identity", o.git_identity,
+                   "\"Name <email>\" for commits made in the sandbox (default: user.name and "
+                   "user.email of your git config)");
+}
+
+void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
+    app.add_option("--policy", p.files,
+                   "A settings file with permission rules (repeatable; Claude Code's "
+                   ".claude/settings.json works as it is)");
+    app.add_option("--mode", p.mode,
+                   "local (an ask prompts the user), ci (an ask is a deny, no network) or hosted");
+    app.add_option("--preset", p.preset,
+                   "What no rule decides: read-only, workspace-write (default) or "
+                   "danger-full-access");
+    app.add_option("--allow", p.allow, "An allow rule, e.g. 'Bash(npm run test:*)' (repeatable)");
+    app.add_option("--ask", p.ask, "An ask rule (repeatable)");
+    app.add_option("--deny", p.deny, "A deny rule, e.g. 'Read(./.env)' (repeatable)");
+    app.add_option("--allow-preset", p.allow_presets,
+                   "Allow the hosts of a network preset: registries (npm, PyPI, crates.io, Go, "
+                   "Debian, GitHub) (repeatable)");
+    app.add_option("--ask-fallback", p.ask_fallback,
+                   "When the client cannot ask the user (no elicitation): deny (default) or allow");
+    app.add_flag("--no-user-settings", p.no_user_settings,
+                 "Ignore ~/.config/stockade/settings.json");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    // The session worker: this binary, exec'd inside the sandbox by `serve` and `call`.
+    if (argc == 4 && std::string_view(argv[1]) == "__worker") {
+        stockade::log::init("warn");
+        return stockade::runner::worker_main(argv[2], argv[3]);
+    }
+    stockade::log::init();
+    CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};
+    app.set_version_flag("--version", "stockade " + std::string(stockade::kVersion));
+    app.require_subcommand(1);
+    // Global, before or after the verb (fallthrough: a verb hands the options it lacks up).
+    std::string log_format;
+    app.add_option("--log-format", log_format,
+                   "Logs on stderr: text (default) or json, one object per line (overrides "
+                   "$STOCKADE_LOG_FORMAT)")
+        ->check(CLI::IsMember({"text", "json"}));
+    app.fallthrough();
+
+    stockade::runner::RunOptions run_options;
+    CLI::App* run = app.add_subcommand(
+        "run", "Run a command in a sandbox: stockade run [options] -- CMD [ARGS...]");
+    add_run_options(*run, run_options);
+    CLI::App* doctor = app.add_subcommand("doctor", "Check what isolation this host can give");
+    std::string doctor_tenants;
+    doctor->add_option("--tenants", doctor_tenants,
+                       "A tenants file of serve --http: what isolation, uids and limits each "
+                       "tenant's sessions will get here");
+
+    stockade::runner::ServeOptions serve_options;
+    CLI::App* serve = app.add_subcommand(
+        "serve", "Serve MCP on stdin/stdout: every tool call runs in the session's sandbox");
+    serve->add_option("--workspace", serve_options.workspace,
+                      "Project directory (default: the current directory)");
+    serve->add_option("--state-dir", serve_options.state_dir,
+                      "Where sessions keep their event log and spilled output (default: "
+                      "$STOCKADE_STATE_DIR, $XDG_STATE_HOME/stockade or ~/.local/state/stockade)");
+    serve->add_option("--resume", serve_options.resume,
+                      "Continue a session: its file stamps are rebuilt from its event log");
+    serve->add_option("--process-log-cap", serve_options.process_log_cap,
+                      "Per-process output log size; output past it is not kept on disk "
+                      "(default 8G)");
+    serve->add_option("--output-budget", serve_options.output_budget,
+                      "What the session keeps on disk of spilled results and process logs "
+                      "together, never more; the oldest are pruned first, and a log that would go "
+                      "past it keeps its start and what of its tail still fits (default 512M)");
+    serve->add_flag("--structured-content", serve_options.structured_content,
+                    "Also send each result's metadata as structuredContent, with an outputSchema "
+                    "per tool (off by default: Claude Code and Codex then show the model the "
+                    "metadata instead of the output; it is always in the result's _meta)");
+    add_policy_options(*serve, serve_options.policy);
+    add_sandbox_options(*serve, serve_options.sandbox);
+    serve->add_option("--http", serve_options.http,
+                      "Serve MCP over Streamable HTTP on ADDRESS:PORT or unix:/PATH instead of "
+                      "stdio: many sessions, each in its own sandbox (docs/http.md)");
+    serve->add_option("--tenants", serve_options.tenants,
+                      "With --http: the tenants file (JSON or .toml): token hashes, workspace "
+                      "root, policy, uid range and limits of each tenant");
+    serve->add_option("--token-file", serve_options.token_file,
+                      "With --http and no --tenants: SHA-256 hashes of the accepted bearer "
+                      "tokens, one per line (stockade token hash)");
+    serve->add_option("--admin-token-file", serve_options.admin_token_file,
+                      "With --http: hashes of the operator's tokens, for /metrics and "
+                      "/admin/sessions");
+    serve->add_flag("--no-auth", serve_options.no_auth,
+                    "With --http on a loopback address or unix socket: accept requests without "
+                    "a token (tests, local use)");
+    serve->add_option("--allowed-host", serve_options.allowed_hosts,
+                      "With --http on loopback: another Host value to answer to (repeatable)");
+    serve->add_option("--allowed-origin", serve_options.allowed_origins,
+                      "With --http: an Origin (https://app.example.com) browsers may call from "
+                      "(repeatable)");
+    serve->add_option("--max-sessions", serve_options.max_sessions,
+                      "With --http and no --tenants: sessions open at once (default 64)");
+    serve->add_option("--drain", serve_options.drain,
+                      "With --http: seconds running calls may finish after SIGTERM (default 30)");
+
+    stockade::runner::CallOptions call_options;
+    CLI::App* call = app.add_subcommand(
+        "call",
+        "Run one tool call from the shell: stockade call read '{\"file_path\": \"README.md\"}'");
+    call->add_option("tool", call_options.tool, "read, write, edit, grep, glob, bash or process")
+        ->required();
+    call->add_option("arguments", call_options.arguments, "The arguments, a JSON object")
+        ->required();
+    call->add_option("--workspace", call_options.workspace,
+                     "Project directory (default: the current directory)");
+    call->add_option("--state-dir", call_options.state_dir, "State directory (as for serve)");
+    call->add_option("--resume", call_options.resume,
+                     "Run the call in an earlier session (its file stamps, as for serve)");
+    call->add_flag("--json", call_options.json,
+                   "Print the whole result (content, _meta, isError) as JSON");
+    call->add_option("--process-log-cap", call_options.process_log_cap,
+                     "Per-process output log size (as for serve)");
+    call->add_option("--output-budget", call_options.output_budget,
+                     "What the session keeps of spilled results and logs (as for serve)");
+    add_policy_options(*call, call_options.policy);
+    add_sandbox_options(*call, call_options.sandbox);
+
+    CLI::App* token = app.add_subcommand("token", "Tokens of serve --http");
+    token->require_subcommand(1);
+    CLI::App* token_hash = token->add_subcommand(
+        "hash",
+        "Print the SHA-256 of the token read from stdin, for --token-file or a tenants "
+        "file's token_sha256");
+
+    CLI::App* sessions =
+        app.add_subcommand("sessions", "The sessions of a serve --http: list them, end some");
+    sessions->require_subcommand(1);
+    stockade::runner::SessionsOptions sessions_options;
+    for (CLI::App* verb :
+         {sessions->add_subcommand("list", "List the sessions: id, tenant, age, idle time, calls"),
+          sessions->add_subcommand("kill", "End sessions: stockade sessions kill ID...")}) {
+        verb->add_option("--server", sessions_options.server,
+                         "serve --http's address: http://HOST:PORT or unix:/PATH (default: "
+                         "$STOCKADE_SERVER, else http://127.0.0.1:8080)");
+        verb->add_option("--admin-token-file", sessions_options.admin_token_file,
+                         "A file whose first line is the admin token, the one whose hash is in "
+                         "serve's --admin-token-file (default: $STOCKADE_ADMIN_TOKEN)");
+    }
+    CLI::App* sessions_list = sessions->get_subcommand("list");
+    sessions_list->add_flag("--json", sessions_options.json,
+                            "Print the server's JSON as it is: {\"sessions\": [{id, tenant, "
+                            "age_seconds, idle_seconds, calls}]}");
+    CLI::App* sessions_kill = sessions->get_subcommand("kill");
+    sessions_kill->add_option("ids", sessions_options.ids, "The ids of the sessions to end")
+        ->required();
+
+    CLI::App* policy = app.add_subcommand("policy", "Check settings files; explain a decision");
+    policy->require_subcommand(1);
+    stockade::runner::PolicyCheckOptions check_options;
+    CLI::App* check = policy->add_subcommand(
+        "check", "Validate settings files: every problem, then exit 0 (valid) or 1");
+    check->add_option("files", check_options.files, "Settings files")->required();
+    check->add_option("--workspace", check_options.workspace,
+                      "Workspace that ./x rules refer to (default: the current directory)");
+    stockade::runner::PolicyExplainOptions explain_options;
+    CLI::App* explain = policy->add_subcommand(
+        "explain",
+        "How the policy decides one call: stockade policy explain bash '{\"command\": \"curl "
+        "x\"}'; or one connection: stockade policy explain network pypi.org:443");
+    explain
+        ->add_option("tool", explain_options.tool,
+                     "read, write, edit, grep, glob, bash or process; or network")
+        ->required();
+    explain
+        ->add_option("arguments", explain_options.arguments,
+                     "The call's arguments, a JSON object; for network, HOST[:PORT]")
+        ->required();
+    explain->add_option("--workspace", explain_options.workspace,
+                        "Project directory (default: the current directory)");
+    explain->add_flag("--json", explain_options.json, "Print the explanation as JSON");
+    add_policy_options(*explain, explain_options.policy);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::string where = "stockade";
+        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token, sessions,
+                               sessions_list, sessions_kill}) {
+            if (verb->parsed()) {
+                where += " " + verb->get_name();
+            }
+        }
+        fmt::print(stderr, "{}: {}. Run '{} --help' for usage.\n", where, e.what(), where);
+        return kExitUsage;
+    }
+    if (auto format = stockade::log::parse_format(log_format)) {
+        stockade::log::set_format(*format);
+    }
+    if (run->parsed()) {
+        return stockade::runner::run_command(run_options);
+    }
+    if (doctor->parsed()) {
+        return doctor_tenants.empty() ? stockade::runner::doctor_command()
+                                      : stockade::runner::doctor_tenants_command(doctor_tenants);
+    }
+    if (serve->parsed()) {
+        return serve_options.http.empty() ? stockade::runner::serve_command(serve_options)
+                                          : stockade::runner::http_serve_command(serve_options);
+    }
+    if (call->parsed()) {
+        return stockade::runner::call_command(call_options);
+    }
+    if (token_hash->parsed()) {
+        return stockade::runner::token_hash_command();
+    }
+    if (sessions_list->parsed()) {
+        return stockade::runner::sessions_list_command(sessions_options);
+    }
+    if (sessions_kill->parsed()) {
+        return stockade::runner::sessions_kill_command(sessions_options);
+    }
+    if (check->parsed()) {
+        return stockade::runner::policy_check_command(check_options);
+    }
+    if (explain->parsed()) {
+        return stockade::runner::policy_explain_command(explain_options);
+    }
+    return kExitUsage;
+}

@@ -1,0 +1,167 @@
+#include "runner/session/event_log.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "common/syscall.h"
+
+namespace stockade::runner {
+
+std::string utc_timestamp() {
+    using namespace std::chrono;  // NOLINT(google-build-using-namespace): local, for the units
+    auto now = system_clock::now();
+    auto secs = system_clock::to_time_t(now);
+    auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    ::gmtime_r(&secs, &tm);
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
+                       tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+}
+
+namespace {
+
+// The sequence number after the last event of a replay.
+uint64_t next_seq_after(const Result<EventLog::Replay>& existing) {
+    if (existing && !existing->events.empty()) {
+        const auto& last = existing->events.back();
+        if (last.contains("seq") && last["seq"].is_number_unsigned()) {
+            return last["seq"].get<uint64_t>() + 1;
+        }
+    }
+    return 1;
+}
+
+// Splits a log's text into events; torn and foreign lines are counted, not fatal.
+EventLog::Replay parse_log(const std::string& text) {
+    EventLog::Replay replay;
+    size_t start = 0;
+    while (start < text.size()) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) {
+            end = text.size();  // a torn last line (crash mid-append) is skipped below
+        }
+        std::string_view line(text.data() + start, end - start);
+        start = end + 1;
+        if (line.empty()) {
+            continue;
+        }
+        auto event = nlohmann::json::parse(line, nullptr, false);
+        if (event.is_discarded() || !event.is_object() || !event.contains("type") ||
+            event.value("v", 0) != kEventSchemaVersion) {
+            ++replay.skipped;
+            continue;
+        }
+        replay.events.push_back(std::move(event));
+    }
+    return replay;
+}
+
+constexpr size_t kMaxLogBytes = size_t{1} << 30;
+
+}  // namespace
+
+Result<EventLog> EventLog::open(const std::string& path, std::string session_id) {
+    const uint64_t next = next_seq_after(read_all(path));
+    int fd = retry_eintr(
+        [&] { return ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600); });
+    if (fd < 0) {
+        return errno_error(fmt::format("open event log \"{}\"", path), errno);
+    }
+    return EventLog(UniqueFd(fd), std::move(session_id), next);
+}
+
+Result<EventLog> EventLog::open_at(int dir_fd, const std::string& name, const std::string& shown,
+                                   std::string session_id) {
+    auto existing = read_supervisor_log(dir_fd, name, shown);
+    if (!existing && existing.error().code != Errc::kNotFound) {
+        return std::move(existing).error();
+    }
+    const uint64_t next = next_seq_after(existing);
+    int fd = retry_eintr([&] {
+        return ::openat(dir_fd, name.c_str(),
+                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    });
+    if (fd < 0) {
+        return errno_error(fmt::format("open event log \"{}\"", shown), errno);
+    }
+    return EventLog(UniqueFd(fd), std::move(session_id), next);
+}
+
+Result<EventLog::Replay> EventLog::read_supervisor_log(int dir_fd, const std::string& name,
+                                                       const std::string& shown) {
+    int fd = retry_eintr(
+        [&] { return ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ENOENT) {
+            return Error{Errc::kNotFound, fmt::format("no event log \"{}\"", shown), err};
+        }
+        return Error{err == ELOOP ? Errc::kPermissionDenied : Errc::kInternal,
+                     fmt::format("open event log \"{}\"{}", shown,
+                                 err == ELOOP ? ": it is a symlink, which is never followed"
+                                              : ": " + errno_string(err)),
+                     err};
+    }
+    UniqueFd owned(fd);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+        return errno_error(fmt::format("stat event log \"{}\"", shown), errno);
+    }
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
+        return Error{Errc::kPermissionDenied,
+                     fmt::format("refusing to replay event log \"{}\": it is not a file only "
+                                 "Stockade's user can write (owner uid {}, mode {:o})",
+                                 shown, st.st_uid, st.st_mode & 07777)};
+    }
+    auto text = stockade::read_all(fd, kMaxLogBytes);  // not EventLog::read_all
+    if (!text) {
+        return text.error().wrap(fmt::format("read \"{}\"", shown));
+    }
+    return parse_log(*text);
+}
+
+EventLog::EventLog(EventLog&& other) noexcept
+    : fd_(std::move(other.fd_)),
+      session_id_(std::move(other.session_id_)),
+      next_seq_(other.next_seq_) {}
+
+void EventLog::record(std::string_view type, nlohmann::json fields, bool durable) {
+    nlohmann::json event = nlohmann::json::object();
+    std::lock_guard lock(mutex_);
+    event["v"] = kEventSchemaVersion;
+    event["seq"] = next_seq_++;
+    event["ts"] = utc_timestamp();
+    event["session"] = session_id_;
+    event["type"] = type;
+    if (fields.is_object()) {
+        for (auto& [key, value] : fields.items()) {
+            event[key] = std::move(value);
+        }
+    }
+    std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    auto written = write_all(fd_.get(), line);
+    if (written && durable && ::fdatasync(fd_.get()) != 0) {
+        written = errno_error("fdatasync", errno);
+    }
+    if (!written) {
+        SPDLOG_LOGGER_WARN(log::get("runner"), "event log append failed type={} error={}", type,
+                           written.error().message);
+    }
+}
+
+Result<EventLog::Replay> EventLog::read_all(const std::string& path) {
+    auto text = read_file(path, kMaxLogBytes);
+    if (!text) {
+        return std::move(text).error();
+    }
+    return parse_log(*text);
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,342 @@
+#include "runner/session/sandbox_config.h"
+
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "common/parse.h"
+#include "common/path.h"
+#include "common/syscall.h"
+#include "runner/session/terminal.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace stockade::runner {
+namespace {
+
+Error usage(std::string message) {
+    return Error{Errc::kInvalidArgument, std::move(message)};
+}
+
+using sandbox::Isolation;
+using sandbox::SandboxSpec;
+
+constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin";
+
+// The sandbox's PATH: the directories of the caller's PATH that a bind brings in (a toolchain
+// mounted with --ro, a virtualenv in the workspace), in the caller's order, then the default.
+std::string sandbox_path(const CallerContext& caller, const std::vector<std::string>& mounted) {
+    std::vector<std::string> dirs;
+    if (auto path = lookup_env(caller.environ, "PATH")) {
+        for (std::string& dir : split_path_list(*path)) {
+            const bool inside = std::any_of(mounted.begin(), mounted.end(),
+                                            [&](const auto& m) { return is_within(dir, m); });
+            if (!dir.empty() && dir.front() == '/' && inside &&
+                std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
+                dirs.push_back(std::move(dir));
+            }
+        }
+    }
+    dirs.emplace_back(kDefaultPath);
+    return fmt::format("{}", fmt::join(dirs, ":"));
+}
+
+// A masked or read-only path must be absolute, normalised and inside something mounted: the
+// launcher resolves it beneath the new root.
+Status check_policy_path(std::string_view what, const std::string& path, const SandboxSpec& spec) {
+    const bool normal = !path.empty() && path.front() == '/' &&
+                        std::filesystem::path(path).lexically_normal().string() == path &&
+                        (path == "/" || path.back() != '/');
+    const bool inside =
+        std::any_of(spec.binds.begin(), spec.binds.end(),
+                    [&](const sandbox::Bind& b) { return is_within(path, b.target); });
+    if (normal && inside) {
+        return {};
+    }
+    return Error{Errc::kInvalidArgument,
+                 fmt::format("{} path \"{}\" is not an absolute, normalised path inside the "
+                             "workspace or a bind, so it cannot be protected",
+                             what, path)};
+}
+
+}  // namespace
+
+uint64_t default_memory_bytes(uint64_t host_memory_bytes) {
+    return std::max<uint64_t>(host_memory_bytes / 2, uint64_t{512} << 20);
+}
+
+CallerContext current_caller() {
+    CallerContext caller;
+    struct sysinfo info {};
+    if (::sysinfo(&info) == 0) {
+        caller.memory_bytes = static_cast<uint64_t>(info.totalram) * info.mem_unit;
+    }
+    std::error_code ec;
+    caller.cwd = std::filesystem::current_path(ec).string();
+    caller.euid = ::geteuid();
+    caller.egid = ::getegid();
+    caller.privileged = privileged_caller();  // root with CAP_SYS_ADMIN
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+        caller.environ.emplace_back(*e);
+    }
+    caller.tty_fds = terminal_fds();
+    return caller;
+}
+
+void apply_hosted_quotas(SandboxLimits& limits) {
+    limits.memory_bytes = limits.memory_bytes.value_or(uint64_t{2} << 30);
+    limits.pids = limits.pids.value_or(512);
+    limits.cpu = limits.cpu.value_or(1.0);
+    limits.tmp_bytes = limits.tmp_bytes.value_or(uint64_t{512} << 20);
+}
+
+Result<uint64_t> parse_memory_limit(std::string_view text) {
+    ASSIGN_OR_RETURN(const uint64_t bytes, parse_size(text));
+    if (bytes < (4ULL << 20)) {
+        return usage("at least 4M is needed to start a process");
+    }
+    return bytes;
+}
+
+Result<uint64_t> parse_pids_limit(std::string_view text) {
+    return parse_uint(text, 2, 4'194'304);
+}
+
+Result<double> parse_cpu_limit(std::string_view text) {
+    return parse_cpu_fraction(text);
+}
+
+Result<uint64_t> parse_tmp_limit(std::string_view text) {
+    ASSIGN_OR_RETURN(const uint64_t bytes, parse_size(text));
+    if (bytes == 0) {
+        return usage("must be more than 0 (tmpfs reads 0 as unlimited)");
+    }
+    return bytes;
+}
+
+std::string describe_limits(const SandboxLimits& limits, const CallerContext& caller) {
+    const auto gib = [](uint64_t bytes) {
+        return fmt::format("{:.1f}G", static_cast<double>(bytes) / static_cast<double>(1ULL << 30));
+    };
+    std::string memory =
+        limits.memory_bytes ? size_text(*limits.memory_bytes)
+        : caller.memory_bytes > 0
+            ? fmt::format("{} (half of this host's, where a memory cgroup applies)",
+                          gib(default_memory_bytes(caller.memory_bytes)))
+            : std::string("none");
+    return fmt::format("memory {}, pids {}, cpu {}, /tmp {}", memory,
+                       limits.pids.value_or(kDefaultPids),
+                       limits.cpu ? fmt::format("{}", *limits.cpu) : std::string("all"),
+                       size_text(limits.tmp_bytes.value_or(sandbox::Limits{}.tmp_bytes)));
+}
+
+void set_env(std::vector<std::string>& env, std::string_view name, std::string_view value) {
+    std::string prefix = fmt::format("{}=", name);
+    for (auto& entry : env) {
+        if (entry.rfind(prefix, 0) == 0) {
+            entry = prefix + std::string(value);
+            return;
+        }
+    }
+    env.push_back(prefix + std::string(value));
+}
+
+std::optional<std::string> lookup_env(const std::vector<std::string>& env, std::string_view name) {
+    std::string prefix = fmt::format("{}=", name);
+    for (const auto& entry : env) {
+        if (entry.rfind(prefix, 0) == 0) {
+            return entry.substr(prefix.size());
+        }
+    }
+    return std::nullopt;
+}
+
+bool is_within(const std::string& path, const std::string& dir) {
+    return path == dir || (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 &&
+                           (dir == "/" || path[dir.size()] == '/'));
+}
+
+Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerContext& caller,
+                                      Isolation level) {
+    SandboxSpec spec;
+    spec.isolation = level;
+    spec.network = config.network;
+
+    // Limits: what the config names, else the defaults.
+    if (config.limits.memory_bytes) {
+        spec.limits.memory_bytes = config.limits.memory_bytes;
+    } else if (caller.memory_bytes > 0) {
+        spec.limits.memory_bytes = default_memory_bytes(caller.memory_bytes);
+        spec.limits.memory_is_default = true;
+    }
+    spec.limits.pids = config.limits.pids.value_or(kDefaultPids);
+    spec.limits.cpu = config.limits.cpu;
+    spec.limits.group = config.limits.group;
+    spec.limits.group_cpu_weight = config.limits.group_cpu_weight;
+    spec.limits.tmp_bytes = config.limits.tmp_bytes.value_or(spec.limits.tmp_bytes);
+
+    // Identity: never host root. Privileged callers map the sandbox user to a dedicated host id
+    // and see writable binds through idmapped mounts; others map their own uid.
+    const bool privileged = caller.privileged;
+    spec.identity.host_uid = privileged ? config.host_uid.value_or(kDefaultHostUid) : caller.euid;
+    spec.identity.host_gid = privileged ? config.host_gid.value_or(kDefaultHostGid) : caller.egid;
+    if (privileged && (spec.identity.host_uid == 0 || spec.identity.host_gid == 0)) {
+        return Error{
+            Errc::kInvalidArgument,
+            "--host-uid/--host-gid 0 would make the sandbox user host root: pick another id"};
+    }
+    spec.idmap_writable_binds = privileged;
+    if (privileged && level == Isolation::kLandlock && config.workspace_uid != 0) {
+        // No mount namespace, so no idmapped mount: run as the workspace's owner.
+        spec.identity.host_uid = config.workspace_uid;
+        spec.identity.host_gid = config.workspace_gid;
+    }
+
+    // The root: the image, then the workspace and the binds at their own paths.
+    if (!config.workspace.valid()) {
+        return Error{Errc::kInvalidArgument, "no workspace directory was opened for the sandbox"};
+    }
+    const std::string& workspace = config.workspace.path();
+    spec.writable_paths = {workspace, "/tmp", "/dev/shm"};
+    images::add_image(config.image, spec);
+    spec.binds.push_back(sandbox::Bind{.source = workspace,
+                                       .target = workspace,
+                                       .writable = true,
+                                       .source_fd = config.workspace.fd()});
+    std::vector<std::string> readable = config.image.readable_paths;
+    readable.insert(readable.end(), {workspace, "/tmp", "/dev", "/proc"});
+    std::vector<std::string> mounted = {workspace};  // what the caller's PATH may point into
+    for (const std::string& path : config.ro) {
+        spec.binds.push_back(sandbox::Bind{.source = path, .target = path});
+        readable.push_back(path);
+        mounted.push_back(path);
+    }
+    for (const std::string& path : config.rw) {
+        spec.binds.push_back(sandbox::Bind{.source = path, .target = path, .writable = true});
+        spec.writable_paths.push_back(path);
+        readable.push_back(path);
+        mounted.push_back(path);
+    }
+    if (config.spill.valid()) {
+        const std::string& spill = config.spill.path();
+        spec.binds.push_back(
+            sandbox::Bind{.source = spill, .target = spill, .source_fd = config.spill.fd()});
+        readable.push_back(spill);
+        mounted.push_back(spill);
+    }
+    if (level == Isolation::kLandlock) {
+        spec.readable_paths = std::move(readable);
+    }
+    for (const std::string& path : config.masked_paths) {
+        RETURN_IF_ERROR(check_policy_path("masked", path, spec));
+    }
+    for (const std::string& path : config.read_only_paths) {
+        RETURN_IF_ERROR(check_policy_path("read-only", path, spec));
+    }
+    spec.masked_paths = config.masked_paths;
+    spec.read_only_paths = config.read_only_paths;
+    spec.path_rules_best_effort = config.path_rules_best_effort;
+
+    // What runs: a command under stockade-init with the caller's terminal, or the worker.
+    if (const auto* command = std::get_if<CommandProcess>(&config.process)) {
+        spec.argv = command->argv;
+        spec.cwd = !command->cwd.empty()              ? command->cwd
+                   : is_within(caller.cwd, workspace) ? caller.cwd
+                                                      : workspace;
+        spec.tty_fds = caller.tty_fds;
+        spec.timeout = command->timeout;
+    } else {
+        const auto& worker = std::get<WorkerProcess>(config.process);
+        spec.argv = worker.argv;
+        spec.cwd = workspace;
+        spec.init = false;            // the worker is pid 1 and reaps
+        spec.commands_cgroup = true;  // an OOM kill the commands cause falls on them, not on it
+        spec.exec_fd = worker.exec_fd;
+        spec.pass_fds = {worker.channel_fd};
+        spec.stdio = {worker.null_fd, worker.null_fd, -1};
+    }
+
+    // Environment: a small baseline, plus exactly what the config allows. Nothing else crosses.
+    const bool any_tty = spec.tty_fds[0] || spec.tty_fds[1] || spec.tty_fds[2];
+    set_env(spec.env, "PATH", sandbox_path(caller, mounted));
+    set_env(spec.env, "HOME", "/tmp");
+    set_env(spec.env, "USER", spec.identity.user_name);
+    set_env(spec.env, "LOGNAME", spec.identity.user_name);
+    set_env(spec.env, "SHELL", "/bin/bash");
+    set_env(spec.env, "LANG", "C.UTF-8");
+    if (any_tty) {
+        set_env(spec.env, "TERM", lookup_env(caller.environ, "TERM").value_or("xterm-256color"));
+    }
+    for (const std::string& entry : config.env) {
+        const size_t eq = entry.find('=');
+        if (eq != std::string::npos) {
+            set_env(spec.env, entry.substr(0, eq), entry.substr(eq + 1));
+        }
+    }
+    return spec;
+}
+
+Result<std::string> check_protected_path(std::string_view what, const std::string& path,
+                                         const std::string& cwd,
+                                         const std::vector<std::string>& mounted) {
+    if (path.empty()) {
+        return usage(fmt::format("{}: an empty path", what));
+    }
+    std::filesystem::path joined =
+        path.front() == '/' ? std::filesystem::path(path) : std::filesystem::path(cwd) / path;
+    std::string normal = joined.lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') {
+        normal.pop_back();
+    }
+    if (normal.empty() || normal.front() != '/') {
+        return usage(fmt::format("{} \"{}\": not an absolute path", what, path));
+    }
+    const bool inside = std::any_of(mounted.begin(), mounted.end(),
+                                    [&](const std::string& m) { return is_within(normal, m); });
+    if (!inside) {
+        return usage(fmt::format(
+            "{} \"{}\": not inside the workspace or a --ro/--rw path, so there is nothing "
+            "there to protect; name a path inside them",
+            what, path));
+    }
+    // The deepest part of the path that exists must be its own real path.
+    std::string existing = normal;
+    struct stat st {};
+    while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
+        existing = std::filesystem::path(existing).parent_path().string();
+    }
+    char resolved[PATH_MAX];
+    const bool resolves = ::realpath(existing.c_str(), resolved) != nullptr;
+    if (S_ISLNK(st.st_mode) || (resolves && existing != resolved)) {
+        return usage(fmt::format(
+            "{} \"{}\": \"{}\" is a symbolic link, which the sandbox cannot protect; name "
+            "the real path ({})",
+            what, path, existing,
+            resolves ? fmt::format("\"{}\"", resolved) : std::string("it points nowhere")));
+    }
+    return normal;
+}
+
+Status check_protected_paths(const SandboxConfig& config) {
+    std::vector<std::string> mounted = {config.workspace.path()};
+    for (const sandbox::Bind& bind : config.image.binds) {
+        mounted.push_back(bind.target);
+    }
+    mounted.insert(mounted.end(), config.ro.begin(), config.ro.end());
+    mounted.insert(mounted.end(), config.rw.begin(), config.rw.end());
+    for (const auto& [what, paths] : {std::pair{"--mask", &config.masked_paths},
+                                      std::pair{"--read-only", &config.read_only_paths}}) {
+        for (const std::string& path : *paths) {
+            RETURN_IF_ERROR(check_protected_path(what, path, "/", mounted));
+        }
+    }
+    return ok_status();
+}
+
+}  // namespace stockade::runner

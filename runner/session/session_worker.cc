@@ -1,0 +1,332 @@
+#include "runner/session/session_worker.h"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "common/allocator.h"
+#include "common/log.h"
+#include "common/syscall.h"
+#include "images/image.h"
+#include "runner/session/isolation.h"
+#include "sandbox/cgroup.h"
+#include "workspace/local_workspace.h"
+#include "workspace/remote_workspace.h"
+#include "workspace/service.h"
+
+namespace stockade::runner {
+
+namespace {
+
+constexpr const char* kWorkerVerb = "__worker";
+
+}  // namespace
+
+SessionWorker::SessionWorker(WorkerConfig config, EventSink* events)
+    : config_(std::move(config)), events_(events) {}
+
+SessionWorker::~SessionWorker() {
+    stop();
+}
+
+std::string SessionWorker::root_path(workspace::Root root) const {
+    switch (root) {
+        case workspace::Root::kWorkspace:
+            return config_.workspace;
+        case workspace::Root::kSpill:
+            return config_.spill.path();
+    }
+    return config_.workspace;
+}
+
+Status SessionWorker::start() {
+    std::lock_guard lock(mutex_);
+    return remote_ ? Status{} : start_locked();
+}
+
+void SessionWorker::stop() noexcept {
+    std::lock_guard lock(mutex_);
+    reap_locked("session ended");
+}
+
+Status SessionWorker::start_locked() {
+    auto log = log::get("runner");
+    // The worker is this very binary, exec'd from a descriptor opened here (execveat): it
+    // need not be in the image, and nothing inside can write to it.
+    ASSIGN_OR_RETURN(UniqueFd self, open_path("/proc/self/exe", O_PATH));
+    ASSIGN_OR_RETURN(FdPair channel, make_socketpair(SOCK_STREAM));
+    ASSIGN_OR_RETURN(UniqueFd null, open_path("/dev/null", O_RDWR));
+
+    SandboxConfig config =
+        generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
+    config.spill = config_.spill;
+    config.process = WorkerProcess{
+        .argv = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill.path()},
+        .exec_fd = self.get(),
+        .channel_fd = channel.second.get(),
+        .null_fd = null.get()};
+    const CallerContext caller = current_caller();
+    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(config.isolation));  // as run's
+    if (generation_ == 0 && !resolved.shortfall.empty()) {
+        SPDLOG_LOGGER_WARN(log, "isolation auto falls back to \"{}\": {}",
+                           sandbox::isolation_name(resolved.level), resolved.shortfall);
+    }
+    auto built = make_sandbox_spec(config, caller, resolved.level);
+    if (!built) {
+        return std::move(built).error().wrap("configure the session worker");
+    }
+    sandbox::SandboxSpec spec = std::move(built).value();
+    if (spec.isolation == sandbox::Isolation::kLandlock) {
+        private_tmp_ = std::make_unique<PrivateTmp>("session");
+        if (auto applied = private_tmp_->apply(spec); !applied) {
+            private_tmp_.reset();
+            return std::move(applied).error().wrap("start the session worker");
+        }
+    }
+
+    auto box = sandbox::launch(spec, resolved.cgroups);
+    if (!box) {
+        return std::move(box).error().wrap("start the session worker");
+    }
+    channel.second.reset();
+    sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(box).value());
+    auto remote = std::make_shared<workspace::RemoteWorkspace>(
+        std::move(channel.first), config_.workspace, config_.spill.path());
+    if (auto hello = remote->handshake(); !hello) {
+        reap_locked("handshake failed");
+        return std::move(hello).error().wrap("connect to the session worker");
+    }
+    remote_ = std::move(remote);
+    if (config_.on_proxy_listener && sandbox_->proxy_listener()) {
+        config_.on_proxy_listener(std::move(sandbox_->proxy_listener()));
+    }
+    if (generation_ > 0 && config_.meters != nullptr) {
+        config_.meters->worker_restarts.fetch_add(1, std::memory_order_relaxed);
+    }
+    ++generation_;
+    SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} isolation={}", sandbox_->pid(),
+                       generation_, sandbox::isolation_name(spec.isolation));
+    if (events_ != nullptr) {
+        events_->record("WorkerStarted",
+                        {{"pid", sandbox_->pid()},
+                         {"generation", generation_},
+                         {"isolation", sandbox::isolation_name(spec.isolation)},
+                         {"isolation_shortfall", resolved.shortfall}},
+                        true);
+    }
+    return {};
+}
+
+void SessionWorker::reap_locked(std::string_view reason) noexcept {
+    remote_.reset();
+    if (!sandbox_) {
+        return;
+    }
+    // Dead already, or killed here: only the first says why it ended.
+    pollfd exited{sandbox_->pidfd(), POLLIN, 0};
+    const bool died = ::poll(&exited, 1, 0) > 0;
+    sandbox_->kill();
+    auto status = sandbox_->wait();
+    const int code = status ? status->code : -1;
+    const int signal = status ? status->signal : 0;
+    const bool oom = died && sandbox_->oom_killed();
+    SPDLOG_LOGGER_INFO(log::get("runner"),
+                       "worker exited generation={} status={} reason=\"{}\" oom={}", generation_,
+                       code, reason, oom);
+    try {
+        if (died) {
+            std::string cause =
+                oom      ? "killed by the out-of-memory killer: the session reached its memory "
+                           "limit (/tmp counts too)"
+                : signal ? fmt::format("killed by SIG{}", sigabbrev_np(signal) != nullptr
+                                                              ? std::string(sigabbrev_np(signal))
+                                                              : std::to_string(signal))
+                         : fmt::format("ended with exit code {}", code);
+            loss_note_ = fmt::format(
+                "Note: the session's sandbox worker was {}; a new one serves the session now, "
+                "and the processes that were running in the old one are gone.",
+                cause);
+        }
+        if (events_ != nullptr) {
+            events_->record("WorkerExited",
+                            {{"generation", generation_},
+                             {"status", code},
+                             {"signal", signal},
+                             {"oom_killed", oom},
+                             {"died", died},
+                             {"reason", std::string(reason)}},
+                            true);
+        }
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory while reporting: keep going
+    }
+    sandbox_.reset();
+    private_tmp_.reset();
+}
+
+std::string SessionWorker::take_loss_note() {
+    std::lock_guard lock(mutex_);
+    return std::exchange(loss_note_, {});
+}
+
+template <class T, class Op>
+Result<T> SessionWorker::with_worker(Op op) {
+    std::shared_ptr<workspace::RemoteWorkspace> remote;
+    int generation = 0;
+    {
+        std::lock_guard lock(mutex_);
+        if (remote_ && sandbox_) {
+            // A worker that died between calls (killed, OOM), or whose channel a call in
+            // flight broke, is replaced before this call.
+            pollfd exited{sandbox_->pidfd(), POLLIN, 0};
+            if (::poll(&exited, 1, 0) > 0) {
+                reap_locked("exited between calls");
+            } else if (remote_->broken()) {
+                reap_locked("channel broken");
+            }
+        }
+        if (!remote_) {
+            if (auto started = start_locked(); !started) {
+                return std::move(started).error();
+            }
+        }
+        remote = remote_;
+        generation = generation_;
+    }
+    Result<T> result = op(*remote, generation);
+    if (remote->broken()) {
+        // Dead, hung, or it sent something invalid: either way it is not trusted again. The
+        // first call to get here replaces it; a call of an older worker leaves the new one be.
+        {
+            std::lock_guard lock(mutex_);
+            if (remote_ == remote) {
+                reap_locked(result ? "channel broken" : result.error().message);
+            }
+        }
+        if (!result) {
+            return Error{
+                Errc::kUnavailable,
+                "The sandbox worker stopped while running this call, so it did not complete. "
+                "Retry it: the next call starts a fresh worker."};
+        }
+        // Answered and checked before another call broke the channel: the result stands.
+    }
+    return result;
+}
+
+Result<workspace::FileInfo> SessionWorker::stat(workspace::Root root, const std::string& path) {
+    return with_worker<workspace::FileInfo>(
+        [&](workspace::Workspace& ws, int) { return ws.stat(root, path); });
+}
+
+Result<workspace::ReadData> SessionWorker::read(workspace::Root root, const std::string& path,
+                                                uint64_t max_bytes) {
+    return with_worker<workspace::ReadData>(
+        [&](workspace::Workspace& ws, int) { return ws.read(root, path, max_bytes); });
+}
+
+Result<workspace::WriteOutcome> SessionWorker::write(const workspace::WriteRequest& request) {
+    return with_worker<workspace::WriteOutcome>(
+        [&](workspace::Workspace& ws, int) { return ws.write(request); });
+}
+
+Status SessionWorker::make_dirs(workspace::Root root, const std::string& path) {
+    auto done = with_worker<bool>([&](workspace::Workspace& ws, int) -> Result<bool> {
+        RETURN_IF_ERROR(ws.make_dirs(root, path));
+        return true;
+    });
+    if (!done) {
+        return std::move(done).error();
+    }
+    return {};
+}
+
+Result<std::vector<workspace::DirEntry>> SessionWorker::list(workspace::Root root,
+                                                             const std::string& path,
+                                                             size_t max_entries) {
+    return with_worker<std::vector<workspace::DirEntry>>(
+        [&](workspace::Workspace& ws, int) { return ws.list(root, path, max_entries); });
+}
+
+Result<workspace::RgOutcome> SessionWorker::run_rg(const workspace::RgRequest& request) {
+    return with_worker<workspace::RgOutcome>(
+        [&](workspace::Workspace& ws, int) { return ws.run_rg(request); });
+}
+
+Result<workspace::SpawnedProcess> SessionWorker::spawn(const workspace::SpawnRequest& request) {
+    // The epoch is the generation of the worker that spawned it (taken with its channel).
+    return with_worker<workspace::SpawnedProcess>(
+        [&](workspace::Workspace& ws, int generation) -> Result<workspace::SpawnedProcess> {
+            ASSIGN_OR_RETURN(workspace::SpawnedProcess spawned, ws.spawn(request));
+            spawned.epoch = static_cast<uint64_t>(generation);
+            return spawned;
+        });
+}
+
+Result<bool> SessionWorker::signal_group(workspace::ProcessGroupRef group, int signal) {
+    {
+        std::lock_guard lock(mutex_);
+        if (!remote_ || group.epoch != static_cast<uint64_t>(generation_)) {
+            return false;  // that worker and its pid namespace are gone, with every process
+        }
+    }
+    return with_worker<bool>([&](workspace::Workspace& ws, int generation) -> Result<bool> {
+        if (group.epoch != static_cast<uint64_t>(generation)) {
+            return false;  // replaced since the check above: the group went with the old one
+        }
+        return ws.signal_group(group, signal);
+    });
+}
+
+Result<std::vector<std::string>> SessionWorker::path_commands() {
+    return with_worker<std::vector<std::string>>(
+        [&](workspace::Workspace& ws, int) { return ws.path_commands(); });
+}
+
+Result<workspace::RealPath> SessionWorker::real_path(workspace::Root root,
+                                                     const std::string& path) {
+    return with_worker<workspace::RealPath>(
+        [&](workspace::Workspace& ws, int) { return ws.real_path(root, path); });
+}
+
+Result<workspace::ProcessCensus> SessionWorker::census() {
+    return with_worker<workspace::ProcessCensus>(
+        [](workspace::Workspace& ws, int) { return ws.census(); });
+}
+
+int worker_main(const std::string& workspace_root, const std::string& spill_root) {
+    // Nothing else in the sandbox may ptrace the worker, read its memory or take its fds.
+    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // What a command leaves running comes here to be stopped: as pid 1 of the sandbox's pid
+    // namespace it would anyway; at levels without one, only as a subreaper.
+    (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    release_large_buffers_on_free();
+    workspace::LocalWorkspace::Options options;
+    options.stop_leftovers = true;  // pid 1: every orphan of the sandbox comes here
+    // The launcher passes the commands' cgroup.procs after the channel when it made one.
+    struct statfs fs {};
+    if (::fstatfs(sandbox::kCommandsCgroupFd, &fs) == 0 &&
+        (fs.f_type == CGROUP_SUPER_MAGIC || fs.f_type == CGROUP2_SUPER_MAGIC)) {
+        options.commands_cgroup_fd = sandbox::kCommandsCgroupFd;
+    }
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
+    if (path != nullptr) {
+        options.path_env = path;
+    }
+    auto ws = workspace::LocalWorkspace::open(workspace_root, spill_root, options);
+    if (!ws) {
+        fmt::print(stderr, "stockade worker: {}\n", ws.error().message);
+        return 1;
+    }
+    return workspace::serve_channel(3, *ws);
+}
+
+}  // namespace stockade::runner

@@ -1,0 +1,219 @@
+// make_sandbox_spec: a typed SandboxConfig into the spec the launcher starts, for `stockade run`'s
+// command and for a session's worker alike, with no file system access of its own.
+#include "runner/session/sandbox_config.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/testing/matchers.h"
+
+namespace stockade::runner {
+namespace {
+
+using sandbox::Isolation;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using testing::HasErrc;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::IsOk;
+using ::testing::Not;
+
+// The workspace is a directory held open (a fresh one, left for the test run's end); the other
+// paths exist nowhere: make_sandbox_spec must not look at them.
+const HostDir& workspace_dir() {
+    static const HostDir dir = [] {
+        char tmpl[] = "/tmp/stockade-spec-ws-XXXXXX";
+        EXPECT_NE(::mkdtemp(tmpl), nullptr);
+        auto opened = HostDir::open(tmpl);
+        EXPECT_TRUE(opened);
+        (void)::rmdir(tmpl);  // the descriptor is what counts; the path only names it
+        return opened ? *opened : HostDir();
+    }();
+    return dir;
+}
+const std::string& ws_path() {
+    static const std::string path = workspace_dir().path();
+    return path;
+}
+
+SandboxConfig config_of(std::variant<CommandProcess, WorkerProcess> process) {
+    SandboxConfig config;
+    config.workspace = workspace_dir();
+    config.workspace_uid = 4242;
+    config.workspace_gid = 4343;
+    config.image = images::Image{
+        .name = "test",
+        .binds = {sandbox::Bind{.source = "/nonexistent/usr", .target = "/usr", .optional = true}},
+        .symlinks = {sandbox::Symlink{.target = "/bin", .link_text = "usr/bin"}},
+        .readable_paths = {"/usr", "/bin"}};
+    config.ro = {"/nonexistent/tools"};
+    config.rw = {"/nonexistent/cache"};
+    config.env = {"MODE=ci", "MODE=release"};
+    config.process = std::move(process);
+    return config;
+}
+
+CallerContext caller() {
+    CallerContext c;
+    c.cwd = std::string(ws_path()) + "/src";
+    c.euid = 1234;
+    c.egid = 1235;
+    c.environ = {"PATH=/nonexistent/tools/bin:/home/me/bin", "TERM=xterm-kitty", "SECRET=x"};
+    c.tty_fds = {true, true, false};
+    c.memory_bytes = uint64_t{8} << 30;
+    return c;
+}
+
+bool has_env(const sandbox::SandboxSpec& spec, const std::string& entry) {
+    return std::find(spec.env.begin(), spec.env.end(), entry) != spec.env.end();
+}
+
+TEST(MakeSandboxSpecTest, ACommandRunsUnderInitWithTheCallersTerminal) {
+    auto spec = make_sandbox_spec(
+        config_of(CommandProcess{.argv = {"make"}, .cwd = "", .timeout = std::chrono::seconds(3)}),
+        caller(), Isolation::kFull);
+    ASSERT_THAT(spec, IsOk());
+    EXPECT_EQ(spec->isolation, Isolation::kFull);
+    EXPECT_THAT(spec->argv, ElementsAre("make"));
+    EXPECT_TRUE(spec->init);
+    EXPECT_FALSE(spec->commands_cgroup);
+    EXPECT_EQ(spec->exec_fd, -1);
+    EXPECT_THAT(spec->pass_fds, IsEmpty());
+    EXPECT_EQ(spec->cwd, std::string(ws_path()) + "/src") << "the caller's directory, inside";
+    EXPECT_EQ(spec->tty_fds, (std::array<bool, 3>{true, true, false}));
+    EXPECT_TRUE(has_env(*spec, "TERM=xterm-kitty"));
+    EXPECT_EQ(spec->timeout, std::chrono::milliseconds(3000));
+}
+
+TEST(MakeSandboxSpecTest, AWorkerIsPid1WithItsDescriptorsAndNoTerminal) {
+    auto spec = make_sandbox_spec(
+        config_of(WorkerProcess{
+            .argv = {"stockade-worker", "__worker"}, .exec_fd = 7, .channel_fd = 8, .null_fd = 9}),
+        caller(), Isolation::kNamespaces);
+    ASSERT_THAT(spec, IsOk());
+    EXPECT_THAT(spec->argv, ElementsAre("stockade-worker", "__worker"));
+    EXPECT_FALSE(spec->init) << "the worker is pid 1 and reaps";
+    EXPECT_TRUE(spec->commands_cgroup);
+    EXPECT_EQ(spec->exec_fd, 7);
+    EXPECT_THAT(spec->pass_fds, ElementsAre(8));
+    EXPECT_EQ(spec->stdio, (std::array<int, 3>{9, 9, -1}));
+    EXPECT_EQ(spec->cwd, ws_path());
+    EXPECT_EQ(spec->tty_fds, (std::array<bool, 3>{}));
+    EXPECT_THAT(spec->env, Not(Contains(HasSubstr("TERM="))));
+    EXPECT_FALSE(spec->timeout);
+}
+
+TEST(MakeSandboxSpecTest, TheConfigsBindsEnvironmentAndLimitsReachTheSpec) {
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    config.limits.pids = 64;
+    config.masked_paths = {std::string(ws_path()) + "/.env"};
+    config.read_only_paths = {"/nonexistent/tools/bin"};
+    auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
+    ASSERT_THAT(spec, IsOk());
+    std::vector<std::string> targets;
+    for (const sandbox::Bind& bind : spec->binds) {
+        targets.push_back(bind.target + (bind.writable ? " rw" : " ro"));
+    }
+    EXPECT_THAT(targets, ElementsAre("/usr ro", std::string(ws_path()) + " rw",
+                                     "/nonexistent/tools ro", "/nonexistent/cache rw"));
+    EXPECT_THAT(spec->symlinks, ElementsAre(::testing::Field(&sandbox::Symlink::target, "/bin")));
+    EXPECT_TRUE(has_env(*spec, "MODE=release")) << "a later entry wins";
+    EXPECT_FALSE(has_env(*spec, "MODE=ci"));
+    EXPECT_THAT(spec->env, Not(Contains(HasSubstr("SECRET"))));
+    EXPECT_TRUE(has_env(*spec,
+                        "PATH=/nonexistent/tools/bin:/usr/local/bin:/usr/bin:/bin:"
+                        "/usr/local/sbin:/usr/sbin:/sbin"))
+        << "a PATH directory a bind brings in, then the default";
+    EXPECT_EQ(spec->limits.pids, 64U);
+    EXPECT_EQ(spec->limits.memory_bytes, uint64_t{4} << 30) << "half of the host's";
+    EXPECT_TRUE(spec->limits.memory_is_default);
+    EXPECT_THAT(spec->masked_paths, ElementsAre(std::string(ws_path()) + "/.env"));
+    EXPECT_THAT(spec->read_only_paths, ElementsAre("/nonexistent/tools/bin"));
+    EXPECT_EQ(spec->identity.host_uid, 1234U);
+    EXPECT_FALSE(spec->idmap_writable_binds);
+}
+
+TEST(MakeSandboxSpecTest, TheWorkspaceAndTheSpillAreBoundByTheirDescriptors) {
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    config.spill = workspace_dir();  // any directory held open will do
+    auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
+    ASSERT_THAT(spec, IsOk());
+    std::vector<std::pair<std::string, int>> by_fd;
+    for (const sandbox::Bind& bind : spec->binds) {
+        if (bind.source_fd >= 0) {
+            by_fd.emplace_back(bind.target + (bind.writable ? " rw" : " ro"), bind.source_fd);
+        }
+    }
+    EXPECT_THAT(by_fd, ElementsAre(std::pair{ws_path() + " rw", workspace_dir().fd()},
+                                   std::pair{ws_path() + " ro", workspace_dir().fd()}))
+        << "no other bind is a descriptor; the operator's --ro/--rw paths are bound by name";
+    // A config whose workspace was never opened cannot become a spec: nothing may bind a path
+    // that a sandbox could have changed since it was checked.
+    config.workspace = HostDir();
+    EXPECT_THAT(make_sandbox_spec(config, caller(), Isolation::kFull),
+                HasErrc(Errc::kInvalidArgument));
+}
+
+TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds) {
+    const SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    CallerContext root = caller();
+    root.euid = 0;
+    root.egid = 0;
+    root.privileged = true;
+    auto full = make_sandbox_spec(config, root, Isolation::kFull);
+    ASSERT_THAT(full, IsOk());
+    EXPECT_THAT(full->readable_paths, IsEmpty()) << "the mount view confines reads";
+    EXPECT_EQ(full->identity.host_uid, kDefaultHostUid);
+    EXPECT_TRUE(full->idmap_writable_binds);
+
+    auto landlock = make_sandbox_spec(config, root, Isolation::kLandlock);
+    ASSERT_THAT(landlock, IsOk());
+    EXPECT_THAT(landlock->readable_paths,
+                ElementsAre("/usr", "/bin", ws_path(), "/tmp", "/dev", "/proc",
+                            "/nonexistent/tools", "/nonexistent/cache"));
+    EXPECT_EQ(landlock->identity.host_uid, 4242U) << "no idmapped mount: the workspace's owner";
+    EXPECT_EQ(landlock->identity.host_gid, 4343U);
+}
+
+TEST(MakeSandboxSpecTest, ConfigurationsNoLaunchMayGetAreRefused) {
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    CallerContext root = caller();
+    root.euid = 0;
+    root.privileged = true;
+    config.host_uid = 0;
+    EXPECT_THAT(make_sandbox_spec(config, root, Isolation::kFull), HasErrc(Errc::kInvalidArgument));
+    config.host_uid.reset();
+    const std::vector<std::string> bad = {"/etc/shadow", "relative/.env",
+                                          std::string(ws_path()) + "/a/../.env", ""};
+    for (const std::string& path : bad) {
+        config.masked_paths = {path};
+        auto spec = make_sandbox_spec(config, root, Isolation::kFull);
+        ASSERT_THAT(spec, HasErrc(Errc::kInvalidArgument)) << path;
+        EXPECT_THAT(spec.error().message, HasSubstr("cannot be protected"));
+    }
+}
+
+TEST(DescribeLimitsTest, NamesEachLimitAsAnOperatorWouldTypeIt) {
+    CallerContext c;
+    c.memory_bytes = uint64_t{16} << 30;
+    EXPECT_EQ(describe_limits(SandboxLimits{}, c),
+              "memory 8.0G (half of this host's, where a memory cgroup applies), pids 4096, cpu "
+              "all, /tmp 1G");
+    EXPECT_EQ(
+        describe_limits(
+            SandboxLimits{
+                .memory_bytes = uint64_t{1536} << 20, .pids = 10, .cpu = 0.5, .tmp_bytes = 1000},
+            c),
+        "memory 1536M, pids 10, cpu 0.5, /tmp 1000");
+}
+
+}  // namespace
+}  // namespace stockade::runner

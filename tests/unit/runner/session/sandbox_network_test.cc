@@ -1,0 +1,178 @@
+// SandboxNetwork: the policy's verdict for each connection, the environment a command gets, and
+// which command a refusal is counted against — over a real proxy on 127.0.0.1 (nothing else).
+#include "runner/session/sandbox_network.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+
+#include "tests/testing/recording_sink.h"
+
+namespace stockade::runner {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+policy::Policy load_rules(const std::string& settings, policy::Mode mode = policy::Mode::kCi) {
+    const std::vector<policy::SettingsSource> sources = {
+        policy::SettingsSource{.layer = policy::Layer::kProject,
+                               .origin = "/ws/.stockade/settings.json",
+                               .text = settings,
+                               .base_dir = {}}};
+    auto loaded = policy::Policy::load(
+        sources, policy::PolicyOptions{.mode = mode, .workspace_root = "/ws", .home = "/home/u"});
+    EXPECT_TRUE(loaded.has_value()) << loaded.error().message;
+    return std::move(loaded).value();
+}
+
+const char* const kRules = R"json({
+  "permissions": {"allow": ["network.access(*.example.com:443)"],
+                  "ask": ["network.access(ask.example.org)"],
+                  "deny": ["network.access(evil.example.com)"]},
+  "sandbox": {"network": {"allowedDomains": ["pypi.org"]}}
+})json";
+
+TEST(SandboxNetworkTest, TheVerdictNamesTheRuleOrWhatWouldAllowIt) {
+    const policy::Policy rules = load_rules(kRules);
+    auto net = SandboxNetwork::start(SandboxNetworkConfig{.policy = &rules});
+    ASSERT_TRUE(net.has_value()) << net.error().message;
+
+    network::Verdict allowed = (*net)->decide("api.example.com", 443);
+    EXPECT_TRUE(allowed.allow);
+    EXPECT_EQ(allowed.rule, "network.access(*.example.com:443)");
+    EXPECT_TRUE((*net)->decide("pypi.org", 443).allow) << "sandbox.network.allowedDomains";
+
+    network::Verdict other_port = (*net)->decide("api.example.com", 80);
+    EXPECT_FALSE(other_port.allow);
+    EXPECT_EQ(other_port.reason, "not in the allowlist");
+    EXPECT_EQ(other_port.hint, "the user can add network.access(api.example.com)");
+
+    network::Verdict asked = (*net)->decide("ask.example.org", 443);
+    EXPECT_FALSE(asked.allow);
+    EXPECT_EQ(asked.reason,
+              "network.access(ask.example.org) asks for the user's approval, which a connection "
+              "cannot wait for");
+    EXPECT_EQ(asked.hint, "the user can add network.access(ask.example.org)");
+
+    network::Verdict denied = (*net)->decide("evil.example.com", 443);
+    EXPECT_FALSE(denied.allow) << "deny wins over the wildcard's allow";
+    EXPECT_EQ(denied.reason, "denied by network.access(evil.example.com)");
+    EXPECT_EQ(denied.hint, "");
+}
+
+TEST(SandboxNetworkTest, EveryCommandFindsTheProxyWithItsOwnTag) {
+    const policy::Policy rules = load_rules("{}");
+    auto net = SandboxNetwork::start(SandboxNetworkConfig{.policy = &rules, .port = 3128});
+    ASSERT_TRUE(net.has_value());
+    const std::vector<std::string> env = (*net)->command_env("c7");
+    const std::string url = "http://stockade:c7@127.0.0.1:3128";
+    for (const char* name :
+         {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+          "npm_config_proxy", "npm_config_https_proxy", "CARGO_HTTP_PROXY"}) {
+        EXPECT_THAT(env, Contains(std::string(name) + "=" + url)) << name;
+    }
+    EXPECT_THAT(env, Contains("NO_PROXY=localhost,127.0.0.1,::1"));
+    EXPECT_THAT(env, Contains("no_proxy=localhost,127.0.0.1,::1"));
+    EXPECT_THAT(env, Contains("GIT_HTTP_PROXY_AUTHMETHOD=basic"));
+}
+
+// A listening socket on 127.0.0.1 (an ephemeral port), as the sandbox's child hands one over.
+UniqueFd listen_loopback(uint16_t& port) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd.get(), 16), 0);
+    EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port = ntohs(addr.sin_port);
+    return fd;
+}
+
+// Sends `request` to the proxy and returns the first line of its answer.
+std::string ask_proxy(uint16_t port, const std::string& request) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    timeval timeout{.tv_sec = 5, .tv_usec = 0};
+    (void)::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        return "connect failed";
+    }
+    (void)::send(fd.get(), request.data(), request.size(), MSG_NOSIGNAL);
+    std::string answer;
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0) {
+        answer.append(buf, static_cast<size_t>(n));
+    }
+    return answer.substr(0, answer.find("\r\n"));
+}
+
+TEST(SandboxNetworkTest, RefusalsCountAgainstTheCommandThatMadeThem) {
+    const policy::Policy rules = load_rules("{}");
+    testing::RecordingSink events;
+    auto net = SandboxNetwork::start(SandboxNetworkConfig{.policy = &rules, .events = &events});
+    ASSERT_TRUE(net.has_value());
+    uint16_t port = 0;
+    (*net)->serve(listen_loopback(port));
+    (*net)->command_started("c1", "call-1");
+    (*net)->command_started("c2", "call-2");
+
+    // "stockade:c2" in base64, as curl sends the credentials of http://stockade:c2@...
+    const std::string auth = "Proxy-Authorization: Basic c3RvY2thZGU6YzI=\r\n";
+    EXPECT_THAT(ask_proxy(port, "CONNECT evil.test:443 HTTP/1.1\r\n" + auth + "\r\n"),
+                HasSubstr("403"));
+    EXPECT_THAT(ask_proxy(port, "CONNECT evil.test:443 HTTP/1.1\r\n" + auth + "\r\n"),
+                HasSubstr("403"));
+    const std::vector<tools::NetworkRefusal> c2 = (*net)->refusals("c2");
+    ASSERT_EQ(c2.size(), 1U);
+    EXPECT_EQ(c2[0], (tools::NetworkRefusal{.host = "evil.test",
+                                            .port = 443,
+                                            .count = 2,
+                                            .reason = "not in the allowlist",
+                                            .hint = "the user can add network.access(evil.test)"}));
+    EXPECT_TRUE((*net)->refusals("c1").empty());
+
+    // No credentials while two commands run: only the session's log has it.
+    EXPECT_THAT(ask_proxy(port, "CONNECT other.test:443 HTTP/1.1\r\n\r\n"), HasSubstr("403"));
+    EXPECT_TRUE((*net)->refusals("c1").empty());
+    EXPECT_EQ((*net)->refusals("c2").size(), 1U);
+    // ...while one runs: it is that command's.
+    (*net)->command_ended("c2");
+    EXPECT_THAT(ask_proxy(port, "CONNECT other.test:443 HTTP/1.1\r\n\r\n"), HasSubstr("403"));
+    ASSERT_EQ((*net)->refusals("c1").size(), 1U);
+    EXPECT_EQ((*net)->refusals("c1")[0].host, "other.test");
+    EXPECT_EQ((*net)->all_refusals().size(), 2U);
+
+    std::vector<nlohmann::json> recorded;
+    for (const auto& event : events.events()) {
+        if (event.type == "NetworkConnection") {
+            recorded.push_back(event.fields);
+        }
+    }
+    ASSERT_EQ(recorded.size(), 4U);
+    EXPECT_EQ(recorded[0]["call"], "call-2");
+    EXPECT_EQ(recorded[0]["outcome"], "refused");
+    EXPECT_EQ(recorded[0]["reason"], "not in the allowlist");
+    EXPECT_EQ(recorded[2]["call"], "");
+    EXPECT_EQ(recorded[3]["call"], "call-1");
+    EXPECT_EQ(recorded[3]["attributed"], "the only command running");
+}
+
+}  // namespace
+}  // namespace stockade::runner
