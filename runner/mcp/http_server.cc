@@ -4,19 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <cmath>
 #include <csignal>
-#include <deque>
 #include <exception>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <sstream>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -29,7 +24,11 @@
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
+#include "runner/mcp/http_metrics.h"
+#include "runner/mcp/http_sessions.h"
+#include "runner/mcp/listen_address.h"
 #include "runner/mcp/protocol.h"
+#include "runner/mcp/stream_store.h"
 
 namespace stockade::mcp {
 
@@ -86,13 +85,6 @@ bool is_legacy_version(std::string_view version) {
 }
 
 // The JSON-RPC error code of a response message, or nullopt for a result.
-// Our messages are dumped with their keys sorted, so an error response, and only one, begins
-// with {"error": (a result begins with {"id":). Only those are parsed: results can be large.
-bool is_error_response(std::string_view message) {
-    return message.starts_with(R"({"error":)");
-}
-
-// The JSON-RPC error code of a response message, or nullopt for a result.
 std::optional<int> error_code(std::string_view message) {
     if (!is_error_response(message)) {
         return std::nullopt;
@@ -105,40 +97,6 @@ std::optional<int> error_code(std::string_view message) {
     return error.value("code", static_cast<int>(jsonrpc::ErrorCode::kInternalError));
 }
 
-// The outcome of a tools/call for the metrics: "ok", "tool_error" (isError), "error" (a
-// JSON-RPC error) or "cancelled" (no response). The result is not parsed: a quote inside a
-// JSON string is escaped, so "isError":true with bare quotes is a key, the result's own (our
-// results carry no other).
-std::string call_outcome(std::string_view message) {
-    if (message.empty()) {
-        return "cancelled";
-    }
-    if (is_error_response(message)) {
-        return "error";
-    }
-    return message.find(R"("isError":true)") != std::string_view::npos ? "tool_error" : "ok";
-}
-
-std::string prometheus_label(std::string_view value) {
-    std::string out;
-    for (char c : value) {
-        if (c == '\\' || c == '"') {
-            out += '\\';
-            out += c;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else {
-            out += c;
-        }
-    }
-    return out;
-}
-
-// ---- metrics ----------------------------------------------------------------------------------
-
-// The retry field of every stream's priming event: how long a client waits before it resumes.
-constexpr unsigned kRetryMs = 1000;
-
 // What a request that comes while the server drains is told, with 503 and Retry-After.
 constexpr std::string_view kShuttingDownRefusal =
     "Stockade is shutting down and takes no new sessions or tool calls. Retry in a new session "
@@ -146,202 +104,6 @@ constexpr std::string_view kShuttingDownRefusal =
 constexpr const char* kShuttingDownRetryAfter = "5";
 // How long a drain waits, once every session has ended, for their last responses to be written.
 constexpr std::chrono::seconds kDrainFlush{5};
-
-constexpr std::array<double, 13> kLatencyBuckets = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
-                                                    1,     2.5,  5,     10,   30,  60};
-
-class Metrics {
-public:
-    void request(std::string_view method, unsigned status) {
-        std::lock_guard lock(mu_);
-        ++requests_[{std::string(method), status}];
-    }
-    void call(const std::string& tenant, const std::string& tool, const std::string& outcome,
-              double seconds) {
-        std::lock_guard lock(mu_);
-        ++calls_[{tenant, tool, outcome}];
-        auto& histogram = latency_[tool];
-        for (std::size_t i = 0; i < kLatencyBuckets.size(); ++i) {
-            if (seconds <= kLatencyBuckets[i]) {
-                ++histogram.buckets[i];
-            }
-        }
-        ++histogram.count;
-        histogram.sum += seconds;
-    }
-    void refusal(const std::string& tenant, std::string_view kind) {
-        std::lock_guard lock(mu_);
-        ++refusals_[{tenant, std::string(kind)}];
-    }
-    void session_opened(const std::string& tenant, bool ok) {
-        std::lock_guard lock(mu_);
-        ++opened_[{tenant, ok}];
-    }
-
-    // `gauges`: per tenant, sessions open and calls in progress; `usage`: the backend's.
-    std::string render(const std::map<std::string, std::pair<std::size_t, std::size_t>>& gauges,
-                       const std::vector<TenantUsage>& usage, bool draining) const {
-        std::lock_guard lock(mu_);
-        std::string out;
-        out +=
-            "# HELP stockade_http_requests_total HTTP requests by method and status.\n"
-            "# TYPE stockade_http_requests_total counter\n";
-        for (const auto& [key, n] : requests_) {
-            out += fmt::format("stockade_http_requests_total{{method=\"{}\",status=\"{}\"}} {}\n",
-                               prometheus_label(key.first), key.second, n);
-        }
-        out +=
-            "# HELP stockade_tool_calls_total Tool calls by tenant, tool and outcome.\n"
-            "# TYPE stockade_tool_calls_total counter\n";
-        for (const auto& [key, n] : calls_) {
-            out += fmt::format(
-                "stockade_tool_calls_total{{tenant=\"{}\",tool=\"{}\",outcome=\"{}\"}} {}\n",
-                prometheus_label(std::get<0>(key)), prometheus_label(std::get<1>(key)),
-                prometheus_label(std::get<2>(key)), n);
-        }
-        out +=
-            "# HELP stockade_tool_call_seconds Tool call latency, request to response.\n"
-            "# TYPE stockade_tool_call_seconds histogram\n";
-        for (const auto& [tool, h] : latency_) {
-            const std::string label = prometheus_label(tool);
-            for (std::size_t i = 0; i < kLatencyBuckets.size(); ++i) {
-                out +=
-                    fmt::format("stockade_tool_call_seconds_bucket{{tool=\"{}\",le=\"{}\"}} {}\n",
-                                label, kLatencyBuckets[i], h.buckets[i]);
-            }
-            out += fmt::format("stockade_tool_call_seconds_bucket{{tool=\"{}\",le=\"+Inf\"}} {}\n",
-                               label, h.count);
-            out += fmt::format("stockade_tool_call_seconds_sum{{tool=\"{}\"}} {}\n", label, h.sum);
-            out +=
-                fmt::format("stockade_tool_call_seconds_count{{tool=\"{}\"}} {}\n", label, h.count);
-        }
-        out +=
-            "# HELP stockade_quota_refusals_total Requests refused by a tenant's quota.\n"
-            "# TYPE stockade_quota_refusals_total counter\n";
-        for (const auto& [key, n] : refusals_) {
-            out += fmt::format("stockade_quota_refusals_total{{tenant=\"{}\",quota=\"{}\"}} {}\n",
-                               prometheus_label(key.first), prometheus_label(key.second), n);
-        }
-        out +=
-            "# HELP stockade_sessions_opened_total Sessions opened, and failed to open.\n"
-            "# TYPE stockade_sessions_opened_total counter\n";
-        for (const auto& [key, n] : opened_) {
-            out += fmt::format("stockade_sessions_opened_total{{tenant=\"{}\",result=\"{}\"}} {}\n",
-                               prometheus_label(key.first), key.second ? "ok" : "failed", n);
-        }
-        out +=
-            "# HELP stockade_sessions Sessions open, by tenant.\n"
-            "# TYPE stockade_sessions gauge\n";
-        for (const auto& [tenant, g] : gauges) {
-            out += fmt::format("stockade_sessions{{tenant=\"{}\"}} {}\n", prometheus_label(tenant),
-                               g.first);
-        }
-        out +=
-            "# HELP stockade_calls_in_progress Tool calls running or waiting, by tenant.\n"
-            "# TYPE stockade_calls_in_progress gauge\n";
-        for (const auto& [tenant, g] : gauges) {
-            out += fmt::format("stockade_calls_in_progress{{tenant=\"{}\"}} {}\n",
-                               prometheus_label(tenant), g.second);
-        }
-        render_usage(usage, out);
-        out += fmt::format(
-            "# HELP stockade_draining 1 while the server drains after SIGTERM.\n"
-            "# TYPE stockade_draining gauge\nstockade_draining {}\n",
-            draining ? 1 : 0);
-        return out;
-    }
-
-private:
-    static void render_usage(const std::vector<TenantUsage>& usage, std::string& out) {
-        struct Family {
-            const char* name;
-            const char* type;
-            const char* help;
-            std::function<std::string(const TenantUsage&)> value;
-        };
-        const Family families[] = {
-            {"stockade_worker_restarts_total", "counter",
-             "Session workers started again after a crash, a kill or a hung call.",
-             [](const TenantUsage& u) {
-                 return std::to_string(u.worker_restarts);
-             }},
-            {"stockade_processes", "gauge", "Commands running in the tenant's sandboxes.",
-             [](const TenantUsage& u) {
-                 return std::to_string(u.processes);
-             }},
-            {"stockade_output_bytes_total", "counter",
-             "Tool output written to disk: spilled results and process logs.",
-             [](const TenantUsage& u) {
-                 return std::to_string(u.output_bytes);
-             }},
-            {"stockade_disk_bytes", "gauge",
-             "Tool output the tenant's sessions hold on disk, ended sessions' included.",
-             [](const TenantUsage& u) {
-                 return std::to_string(u.disk_bytes);
-             }},
-            {"stockade_disk_limit_bytes", "gauge", "The tenant's disk quota for tool output.",
-             [](const TenantUsage& u) {
-                 return std::to_string(u.disk_limit_bytes);
-             }},
-        };
-        for (const Family& family : families) {
-            out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", family.name, family.help,
-                               family.name, family.type);
-            for (const TenantUsage& u : usage) {
-                out += fmt::format("{}{{tenant=\"{}\"}} {}\n", family.name,
-                                   prometheus_label(u.tenant), family.value(u));
-            }
-        }
-        out +=
-            "# HELP stockade_policy_decisions_total The policy's decisions on tool calls.\n"
-            "# TYPE stockade_policy_decisions_total counter\n";
-        for (const TenantUsage& u : usage) {
-            for (const auto& [decision, n] :
-                 {std::pair{"allow", u.allowed}, std::pair{"ask", u.asked},
-                  std::pair{"deny", u.denied}}) {
-                out += fmt::format(
-                    "stockade_policy_decisions_total{{tenant=\"{}\",decision=\"{}\"}} {}\n",
-                    prometheus_label(u.tenant), decision, n);
-            }
-        }
-    }
-
-    struct Histogram {
-        std::array<std::uint64_t, kLatencyBuckets.size()> buckets{};
-        std::uint64_t count = 0;
-        double sum = 0;
-    };
-    mutable std::mutex mu_;
-    std::map<std::pair<std::string, unsigned>, std::uint64_t> requests_;
-    std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> calls_;
-    std::map<std::string, Histogram> latency_;
-    std::map<std::pair<std::string, std::string>, std::uint64_t> refusals_;
-    std::map<std::pair<std::string, bool>, std::uint64_t> opened_;
-};
-
-// ---- streams and sessions ---------------------------------------------------------------------
-
-// One response stream of a session: the SSE stream (or the JSON body) answering one POSTed
-// request, or the session's GET stream for messages that belong to no request.
-struct EventStream {
-    std::uint64_t number = 0;
-    std::string request;  // the request's id key; empty for the GET stream
-    bool sse = true;      // false: one JSON response
-    std::string tool;     // tools/call: the tool, for the metrics
-    bool priming = true;  // begins with a priming event (RevisionFeatures::sse_priming)
-    Clock::time_point started = Clock::now();
-    // Guarded by McpSession::mu.
-    std::uint64_t next_seq = 1;
-    std::deque<std::pair<std::uint64_t, std::string>> history;  // SSE events kept for resuming
-    std::deque<std::string> pending;                            // for the writer attached
-    std::size_t pending_bytes = 0;
-    std::uint64_t resumed_from = 0;  // the Last-Event-ID seq the writer attached after
-    bool overflow = false;           // the client reads too slowly: its connection is dropped
-    bool done = false;               // the request's last message came (or the session ended)
-    std::string reply;               // JSON mode: the response; empty when none
-    // The attached writer's wake-up (a timer it waits on); null when nobody writes the stream.
-    std::shared_ptr<asio::steady_timer> waiter;
-};
 
 // Counts a response being written, for as long as it lives.
 class Responding {
@@ -355,393 +117,12 @@ private:
     std::atomic<std::size_t>& count_;
 };
 
-void wake(EventStream& stream) {
-    if (stream.waiter) {
-        asio::post(stream.waiter->get_executor(), [timer = stream.waiter] { timer->cancel(); });
-    }
-}
-
-class McpSession final : public Outbox {
-public:
-    McpSession(std::string session_id, const HttpTenant& owner, const HttpOptions& options,
-               Metrics& metrics)
-        : id(std::move(session_id)),
-          tenant(owner),
-          options_(options),
-          metrics_(metrics),
-          mcp_options_(options.mcp) {
-        mcp_options_.max_concurrent_calls = std::max<std::size_t>(1, owner.max_calls);
-        mcp_options_.log_context = fmt::format("tenant={} session={}", owner.name, short_id());
-    }
-    ~McpSession() override { end(); }
-    McpSession(const McpSession&) = delete;
-    McpSession& operator=(const McpSession&) = delete;
-
-    // Thread: an opening thread, once.
-    void start(std::unique_ptr<ToolHost> tool_host) {
-        host_ = std::move(tool_host);
-        connection_ = std::make_unique<Connection>(*host_, mcp_options_, *this);
-    }
-
-    // Ends the session: stops its calls and waits for them, then closes its tool host (the
-    // sandbox). Blocking; idempotent. Streams still open end. `answer`: when the server ends
-    // the session while its client is there (draining, the operator), every request not yet
-    // answered, a call it stopped included, is answered with JSON-RPC error -32603 and this
-    // message; nullopt (the client's DELETE, an idle session): they end with no answer.
-    void end(const std::optional<std::string>& answer = std::nullopt) {
-        if (ended_.exchange(true)) {
-            return;
-        }
-        if (connection_) {
-            if (answer) {
-                connection_->shutdown_answering(*answer);
-            } else {
-                connection_->shutdown();
-            }
-        }
-        {
-            // A message being delivered has been handled; later ones are not (ended_).
-            std::lock_guard delivered(deliver_mu_);
-        }
-        {
-            std::lock_guard lock(mu);
-            streams_closed_ = true;
-            for (auto& [key, stream] : by_request_) {
-                // A request whose answer will not come: the connection ignored it (it came as
-                // the session ended), or it was being answered when the connection shut down.
-                std::string message;
-                if (answer) {
-                    json request_id = json::parse(key, nullptr, false);
-                    message = jsonrpc::encode_error(
-                        jsonrpc::is_valid_id(request_id) ? request_id : json(nullptr),
-                        jsonrpc::ErrorCode::kInternalError, *answer);
-                }
-                finish(*stream, message);
-                if (stream->sse && !message.empty()) {
-                    append(*stream, message);
-                }
-                wake(*stream);
-            }
-            by_request_.clear();
-            for (auto& [number, stream] : streams_) {
-                stream->done = true;
-                wake(*stream);
-            }
-            if (standalone_) {
-                standalone_->done = true;
-                wake(*standalone_);
-            }
-        }
-        connection_.reset();
-        host_.reset();
-        SPDLOG_LOGGER_INFO(logger(), "http session ended tenant={} session={}", tenant.name,
-                           short_id());
-    }
-
-    [[nodiscard]] bool ended() const { return ended_; }
-
-    // The revision the session's initialize negotiated (2025-11-25 before one).
-    [[nodiscard]] std::string version() {
-        std::lock_guard lock(mu);
-        return version_;
-    }
-    void negotiated(std::string version) {
-        std::lock_guard lock(mu);
-        version_ = std::move(version);
-    }
-    void touch() { last_used.store(Clock::now().time_since_epoch().count()); }
-    [[nodiscard]] std::size_t calls() const {
-        return connection_ && !ended_ ? connection_->calls() : 0;
-    }
-    [[nodiscard]] std::string short_id() const { return id.substr(0, 12); }
-
-    // Hands a message to the connection. Thread: any I/O thread; one at a time per session.
-    void deliver(jsonrpc::Message message, std::size_t bytes) {
-        std::lock_guard lock(deliver_mu_);
-        touch();
-        if (connection_ && !ended_) {
-            connection_->deliver(std::move(message), bytes);
-        }
-    }
-
-    struct OpenedStream {
-        std::shared_ptr<EventStream> stream;  // null: refused
-        bool ended = false;                   // refused because the session ended
+// The Wake of a writer that waits on `timer`: a cancel posted to the timer's executor (the
+// connection's strand).
+Wake wake_of(const std::shared_ptr<asio::steady_timer>& timer) {
+    return [timer] {
+        asio::post(timer->get_executor(), [timer] { timer->cancel(); });
     };
-
-    // A stream for request `key`, attached to `waiter`. Refused when a request with that id is
-    // still in progress, or the session has ended.
-    OpenedStream open_stream(const std::string& key, bool sse, std::string tool, bool priming,
-                             std::shared_ptr<asio::steady_timer> waiter) {
-        std::lock_guard lock(mu);
-        if (streams_closed_) {
-            return {.stream = nullptr, .ended = true};
-        }
-        if (by_request_.contains(key)) {
-            return {.stream = nullptr, .ended = false};
-        }
-        auto stream = std::make_shared<EventStream>();
-        stream->number = next_stream_++;
-        stream->request = key;
-        stream->sse = sse;
-        stream->tool = std::move(tool);
-        stream->priming = priming;
-        stream->waiter = std::move(waiter);
-        by_request_.emplace(key, stream);
-        if (sse) {
-            streams_.emplace(stream->number, stream);
-            forget_old_streams();
-        }
-        return {.stream = stream, .ended = false};
-    }
-
-    // The GET stream, attached to `waiter`; null when one is attached already.
-    std::shared_ptr<EventStream> open_standalone(std::shared_ptr<asio::steady_timer> waiter) {
-        std::lock_guard lock(mu);
-        if (standalone_ && standalone_->waiter) {
-            return nullptr;
-        }
-        if (!standalone_) {
-            standalone_ = std::make_shared<EventStream>();
-            standalone_->number = next_stream_++;
-            standalone_->priming = revision_features(version_).sse_priming;
-            streams_.emplace(standalone_->number, standalone_);
-        }
-        standalone_->waiter = std::move(waiter);
-        standalone_->done = ended_;
-        return standalone_;
-    }
-
-    // Resumes stream `id.stream` after event `id.seq` (Last-Event-ID). Null when the stream is
-    // unknown (forgotten) or has a writer.
-    std::shared_ptr<EventStream> resume(http::EventId from,
-                                        std::shared_ptr<asio::steady_timer> waiter) {
-        std::lock_guard lock(mu);
-        auto it = streams_.find(from.stream);
-        if (it == streams_.end() || it->second->waiter) {
-            return nullptr;
-        }
-        auto& stream = *it->second;
-        stream.pending.clear();
-        stream.pending_bytes = 0;
-        stream.overflow = false;
-        stream.resumed_from = from.seq;
-        for (const auto& [seq, event] : stream.history) {
-            if (seq > from.seq) {
-                stream.pending.push_back(event);
-                stream.pending_bytes += event.size();
-            }
-        }
-        stream.waiter = std::move(waiter);
-        return it->second;
-    }
-
-    // The writer of `stream` stops writing it: after all of it (`complete`), or cut off.
-    // The writer of `stream` stops writing it. Its events stay (within replay_bytes) even when
-    // it was written whole: a write to a client that has gone can succeed all the same.
-    void detach(const std::shared_ptr<EventStream>& stream) {
-        std::lock_guard lock(mu);
-        stream->waiter.reset();
-        stream->pending.clear();
-        stream->pending_bytes = 0;
-    }
-
-    void post(std::string message, const Route& route) override {
-        if (route.last) {
-            touch();  // idle counts from a request's end as well as from its start
-        }
-        std::lock_guard lock(mu);
-        std::shared_ptr<EventStream> stream;
-        if (!route.request.empty()) {
-            if (auto it = by_request_.find(route.request); it != by_request_.end()) {
-                stream = it->second;
-            }
-        }
-        const bool own = stream != nullptr;
-        if (own && !stream->sse && !route.last) {
-            stream = nullptr;  // a JSON response carries one message: the rest go to GET
-        }
-        if (!stream) {
-            stream = standalone_;
-        }
-        if (own && route.last) {
-            finish(*by_request_.at(route.request), message);
-            by_request_.erase(route.request);
-        }
-        if (message.empty() || !stream || (own && route.last && !stream->sse)) {
-            if (!message.empty() && !stream) {
-                SPDLOG_LOGGER_DEBUG(logger(), "http message for no open stream dropped session={}",
-                                    short_id());
-            }
-            if (stream) {
-                wake(*stream);
-            }
-            return;
-        }
-        append(*stream, message);
-        wake(*stream);
-    }
-
-    const std::string id;
-    const HttpTenant& tenant;
-    const Clock::time_point created = Clock::now();
-    std::atomic<Clock::rep> last_used{Clock::now().time_since_epoch().count()};
-    std::mutex mu;  // the streams
-
-private:
-    // Guarded by mu.
-    void finish(EventStream& stream, const std::string& message) {
-        stream.done = true;
-        if (!stream.sse) {
-            stream.reply = message;
-        }
-        if (!stream.tool.empty()) {
-            const double seconds =
-                std::chrono::duration<double>(Clock::now() - stream.started).count();
-            metrics_.call(tenant.name, stream.tool, call_outcome(message), seconds);
-        }
-    }
-
-    // Guarded by mu.
-    void append(EventStream& stream, const std::string& message) {
-        const std::uint64_t seq = stream.next_seq++;
-        std::string event = http::sse_event(http::event_id({stream.number, seq}), message);
-        if (stream.waiter) {
-            stream.pending_bytes += event.size();
-            stream.pending.push_back(event);
-            if (stream.pending_bytes > options_.max_stream_bytes) {
-                stream.overflow = true;
-            }
-        }
-        history_bytes_ += event.size();
-        stream.history.emplace_back(seq, std::move(event));
-        if (stream.history.size() > options_.replay_events) {
-            history_bytes_ -= stream.history.front().second.size();
-            stream.history.pop_front();
-        }
-        // What the session keeps to replay is bounded: the oldest events go first.
-        for (auto it = streams_.begin();
-             history_bytes_ > options_.replay_bytes && it != streams_.end(); ++it) {
-            auto& old = it->second->history;
-            while (!old.empty() && history_bytes_ > options_.replay_bytes &&
-                   (it->second.get() != &stream || old.size() > 1)) {
-                history_bytes_ -= old.front().second.size();
-                old.pop_front();
-            }
-        }
-    }
-
-    // Guarded by mu. Streams cut off before their end stay for a while to be resumed.
-    void forget_old_streams() {
-        constexpr std::size_t kKeptStreams = 64;
-        for (auto it = streams_.begin(); streams_.size() > kKeptStreams && it != streams_.end();) {
-            if (it->second->waiter || it->second == standalone_) {
-                ++it;
-            } else {
-                for (const auto& [seq, event] : it->second->history) {
-                    history_bytes_ -= event.size();
-                }
-                it = streams_.erase(it);
-            }
-        }
-    }
-
-    const HttpOptions& options_;
-    Metrics& metrics_;
-    ServerOptions mcp_options_;
-    std::mutex deliver_mu_;
-    std::unique_ptr<ToolHost> host_;
-    std::unique_ptr<Connection> connection_;  // after host_: ends first
-    std::atomic<bool> ended_{false};
-    // Guarded by mu.
-    std::string version_ = std::string(kProtocol20251125);
-    bool streams_closed_ = false;  // end() answered the open requests: no stream opens now
-    std::unordered_map<std::string, std::shared_ptr<EventStream>> by_request_;
-    std::map<std::uint64_t, std::shared_ptr<EventStream>> streams_;  // SSE ones, by number
-    std::shared_ptr<EventStream> standalone_;
-    std::uint64_t next_stream_ = 1;
-    std::size_t history_bytes_ = 0;  // of every stream's history
-};
-
-// A session being opened, or open: requests that need it wait until it is ready.
-struct SessionSlot {
-    std::shared_ptr<McpSession> session;
-    bool ready = false;
-    std::string error;    // opening failed: why
-    unsigned status = 0;  // and the HTTP status that says so
-    std::vector<std::shared_ptr<asio::steady_timer>> waiters;
-};
-
-// What the server keeps per tenant: sessions counted against max_sessions and a token bucket
-// for calls per second.
-struct TenantState {
-    std::size_t sessions = 0;
-    double tokens = 0;
-    Clock::time_point refilled{};
-    std::shared_ptr<SessionSlot> shared;  // the session of its 2026-07-28 requests
-};
-
-// The listening address, parsed.
-struct ListenAddress {
-    bool unix_socket = false;
-    std::string path;  // unix
-    asio::ip::tcp::endpoint tcp;
-};
-
-Result<ListenAddress> parse_listen(const std::string& text) {
-    ListenAddress out;
-    if (text.starts_with("unix:")) {
-        out.unix_socket = true;
-        out.path = text.substr(5);
-        if (out.path.empty() || out.path.front() != '/') {
-            return Error{Errc::kInvalidArgument,
-                         "--http unix:PATH needs an absolute path, e.g. unix:/run/stockade.sock"};
-        }
-        return out;
-    }
-    std::string host;
-    std::string port;
-    if (text.starts_with("[")) {
-        const auto close = text.find("]:");
-        if (close == std::string::npos) {
-            return Error{Errc::kInvalidArgument,
-                         "--http \"" + text + "\": an IPv6 address is written [ADDRESS]:PORT"};
-        }
-        host = text.substr(1, close - 1);
-        port = text.substr(close + 2);
-    } else {
-        const auto colon = text.rfind(':');
-        if (colon == std::string::npos) {
-            return Error{
-                Errc::kInvalidArgument,
-                "--http \"" + text + "\": give ADDRESS:PORT (e.g. 127.0.0.1:8080) or unix:/PATH"};
-        }
-        host = text.substr(0, colon);
-        port = text.substr(colon + 1);
-    }
-    if (host == "localhost") {
-        host = "127.0.0.1";
-    }
-    boost::system::error_code ec;
-    auto address = asio::ip::make_address(host, ec);
-    unsigned long number = 0;
-    try {
-        std::size_t used = 0;
-        number = std::stoul(port, &used);
-        if (used != port.size()) {
-            number = 70000;
-        }
-    } catch (const std::exception&) {
-        number = 70000;
-    }
-    if (ec || number > 65535) {
-        return Error{Errc::kInvalidArgument,
-                     "--http \"" + text +
-                         "\": give a numeric ADDRESS:PORT (e.g. 127.0.0.1:8080, 0.0.0.0:8080, "
-                         "[::1]:8080) or unix:/PATH"};
-    }
-    out.tcp = asio::ip::tcp::endpoint(address, static_cast<unsigned short>(number));
-    return out;
 }
 
 }  // namespace
@@ -758,23 +139,24 @@ public:
     ~Impl() { open_pool_.join(); }
 
     Status listen() {
-        ASSIGN_OR_RETURN(ListenAddress address, parse_listen(options_.listen));
+        ASSIGN_OR_RETURN(ListenAddress address, parse_listen_address(options_.listen));
         rules_.hosts = options_.allowed_hosts;
         rules_.origins = options_.allowed_origins;
         boost::system::error_code ec;
-        if (address.unix_socket) {
+        if (const auto* unix_address = std::get_if<UnixListenAddress>(&address)) {
+            const std::string& path = unix_address->path;
             rules_.loopback = true;
             // A socket left by an earlier run is replaced; anything else at the path is not ours.
             struct stat st {};
-            if (::lstat(address.path.c_str(), &st) == 0) {
+            if (::lstat(path.c_str(), &st) == 0) {
                 if (!S_ISSOCK(st.st_mode)) {
                     return Error{Errc::kInvalidArgument,
-                                 "--http unix:" + address.path +
+                                 "--http unix:" + path +
                                      ": the path exists and is not a socket; give another"};
                 }
-                (void)::unlink(address.path.c_str());
+                (void)::unlink(path.c_str());
             }
-            asio::local::stream_protocol::endpoint endpoint(address.path);
+            asio::local::stream_protocol::endpoint endpoint(path);
             unix_acceptor_.emplace(ioc_);
             unix_acceptor_->open(endpoint.protocol(), ec);
             if (!ec) {
@@ -783,15 +165,16 @@ public:
             if (!ec) {
                 unix_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
             }
-            endpoint_ = "unix:" + address.path;
-            unix_path_ = address.path;
+            endpoint_ = "unix:" + path;
+            unix_path_ = path;
         } else {
-            rules_.loopback = address.tcp.address().is_loopback();
+            const auto& tcp = std::get<TcpListenAddress>(address).endpoint;
+            rules_.loopback = tcp.address().is_loopback();
             tcp_acceptor_.emplace(ioc_);
-            tcp_acceptor_->open(address.tcp.protocol(), ec);
+            tcp_acceptor_->open(tcp.protocol(), ec);
             if (!ec) {
                 tcp_acceptor_->set_option(asio::socket_base::reuse_address(true), ec);
-                tcp_acceptor_->bind(address.tcp, ec);
+                tcp_acceptor_->bind(tcp, ec);
             }
             if (!ec) {
                 tcp_acceptor_->listen(asio::socket_base::max_listen_connections, ec);
@@ -1155,7 +538,7 @@ private:
         const std::string_view session_header =
             http::trim_ows(header_or_empty(request, "Mcp-Session-Id"));
         if (!session_header.empty()) {
-            session = find_session(session_header, tenant);
+            session = sessions_.find(session_header, tenant);
             if (!session) {
                 HttpResponse reply = draining_ ? shutting_down(rpc) : session_not_found(rpc);
                 co_return co_await write(stream, std::move(reply), request);
@@ -1193,7 +576,7 @@ private:
                 HttpResponse reply = shutting_down(rpc);
                 co_return co_await write(stream, std::move(reply), request);
             }
-            if (auto wait = take_call_token(tenant)) {
+            if (auto wait = sessions_.take_call_token(tenant, Clock::now())) {
                 metrics_.refusal(tenant.name, "calls_per_second");
                 HttpResponse response = rpc_error(
                     429, rpc->id, jsonrpc::ErrorCode::kInternalError,
@@ -1225,8 +608,9 @@ private:
             version = session->version();
         }
         const json id = rpc->id;
-        auto opened = session->open_stream(jsonrpc::id_key(id), sse, std::move(tool),
-                                           revision_features(version).sse_priming, waiter);
+        auto opened =
+            session->streams().open(jsonrpc::id_key(id), sse, std::move(tool),
+                                    revision_features(version).sse_priming, wake_of(waiter));
         if (opened.ended) {
             HttpResponse reply = draining_ ? shutting_down(rpc) : session_not_found(rpc);
             co_return co_await write(stream, std::move(reply), request);
@@ -1266,7 +650,7 @@ private:
             HttpResponse reply = text_response(406, "GET on /mcp answers text/event-stream.\n");
             co_return co_await write(stream, std::move(reply), request);
         }
-        auto session = find_session(session_header, tenant);
+        auto session = sessions_.find(session_header, tenant);
         if (!session) {
             HttpResponse reply =
                 draining_ ? shutting_down(nullptr) : text_response(404, "Session not found.\n");
@@ -1276,7 +660,7 @@ private:
         std::shared_ptr<EventStream> event_stream;
         if (auto last = header(request, "Last-Event-ID")) {
             auto id = http::parse_event_id(*last);
-            event_stream = id ? session->resume(*id, waiter) : nullptr;
+            event_stream = id ? session->streams().resume(*id, wake_of(waiter)) : nullptr;
             if (!event_stream) {
                 HttpResponse reply =
                     text_response(404,
@@ -1285,7 +669,7 @@ private:
                 co_return co_await write(stream, std::move(reply), request);
             }
         } else {
-            event_stream = session->open_standalone(waiter);
+            event_stream = session->open_standalone(wake_of(waiter));
             if (!event_stream) {
                 HttpResponse reply =
                     text_response(409, "This session's GET stream is already open.\n");
@@ -1300,7 +684,7 @@ private:
     awaitable<bool> remove(HttpStream& stream, HttpRequest& request, const HttpTenant& tenant) {
         const std::string_view session_header =
             http::trim_ows(header_or_empty(request, "Mcp-Session-Id"));
-        auto session = find_session(session_header, tenant);
+        auto session = sessions_.find(session_header, tenant);
         if (!session) {
             HttpResponse reply = text_response(404, "Session not found.\n");
             co_return co_await write(stream, std::move(reply), request);
@@ -1357,28 +741,11 @@ private:
         // The priming event: an id to resume from and how long to wait before reconnecting,
         // before anything else is sent. Not to a client of a revision before 2025-11-25, which
         // would read its empty data as a message; its events' own ids resume the stream.
-        std::string batch;
-        {
-            std::lock_guard lock(session.mu);
-            if (events->priming) {
-                batch = http::sse_event(http::event_id({events->number, events->resumed_from}), "",
-                                        kRetryMs);
-            }
-        }
+        std::string batch = session.streams().priming_event(*events);
         bool complete = false;
         for (;;) {
-            bool done = false;
-            bool overflow = false;
-            {
-                std::lock_guard lock(session.mu);
-                for (auto& event : events->pending) {
-                    batch += event;
-                }
-                events->pending.clear();
-                events->pending_bytes = 0;
-                done = events->done;
-                overflow = events->overflow;
-            }
+            auto [taken, done, overflow] = session.streams().take(*events);
+            batch += taken;
             if (overflow) {
                 SPDLOG_LOGGER_WARN(logger(),
                                    "http client reads too slowly; closing its stream session={}",
@@ -1416,19 +783,16 @@ private:
             boost::system::error_code wait_ec;
             co_await waiter->async_wait(asio::redirect_error(use_awaitable, wait_ec));
             if (!wait_ec) {
-                {
-                    std::lock_guard lock(session.mu);
-                    if (!events->pending.empty() || events->done) {
-                        SPDLOG_LOGGER_ERROR(logger(),
-                                            "http stream {} woke by its heartbeat with events "
-                                            "waiting session={}",
-                                            events->number, session.short_id());
-                    }
+                if (session.streams().has_news(*events)) {
+                    SPDLOG_LOGGER_ERROR(logger(),
+                                        "http stream {} woke by its heartbeat with events "
+                                        "waiting session={}",
+                                        events->number, session.short_id());
                 }
                 batch = ": keep-alive\n\n";  // finds a client that went away
             }
         }
-        session.detach(events);
+        session.streams().detach(*events);
         co_return complete&& request.keep_alive() && !draining_;
     }
 
@@ -1440,18 +804,15 @@ private:
         const Responding responding(responding_);
         std::string reply;
         for (;;) {
-            {
-                std::lock_guard lock(session.mu);
-                if (events->done) {
-                    reply = std::move(events->reply);
-                    break;
-                }
+            if (auto answered = session.streams().reply(*events)) {
+                reply = std::move(*answered);
+                break;
             }
             waiter->expires_after(std::chrono::hours(24));
             boost::system::error_code ec;
             co_await waiter->async_wait(asio::redirect_error(use_awaitable, ec));
         }
-        session.detach(events);
+        session.streams().detach(*events);
         if (reply.empty()) {
             HttpResponse accepted = text_response(202, "");
             co_return co_await write(stream, std::move(accepted), request);
@@ -1474,89 +835,41 @@ private:
 
     // ---- sessions ------------------------------------------------------------------------------
 
-    std::shared_ptr<McpSession> find_session(std::string_view id, const HttpTenant& tenant) {
-        if (!http::is_session_id(id)) {
-            return nullptr;
-        }
-        std::lock_guard lock(sessions_mu_);
-        auto it = sessions_.find(std::string(id));
-        if (it == sessions_.end() || !it->second->ready || it->second->session == nullptr ||
-            &it->second->session->tenant != &tenant) {
-            return nullptr;  // another tenant's session is not found either
-        }
-        return it->second->session;
-    }
-
     // A new session of `tenant` (`shared`: its session for 2026-07-28 requests, opened once),
     // or the response refusing it.
     awaitable<std::variant<std::shared_ptr<McpSession>, HttpResponse>> open_session(
         const HttpTenant& tenant, bool shared, std::string workspace) {
-        std::shared_ptr<SessionSlot> slot;
-        bool opener = false;
-        {
-            std::lock_guard lock(sessions_mu_);
-            TenantState& state = tenants_[tenant.name];
-            if (shared) {
-                workspace.clear();  // the tenant's shared session is on its workspace root
-            }
-            if (shared && state.shared) {
-                slot = state.shared;
-            } else if (state.sessions >= tenant.max_sessions) {
-                metrics_.refusal(tenant.name, "sessions");
-                HttpResponse response = rpc_error(
-                    429, nullptr, jsonrpc::ErrorCode::kInternalError,
-                    fmt::format("This tenant has {} sessions open, its limit. End one (DELETE "
-                                "/mcp with its Mcp-Session-Id) or wait for an idle one to expire.",
-                                state.sessions));
-                response.set(bhttp::field::retry_after, "10");
-                co_return response;
-            } else {
-                slot = std::make_shared<SessionSlot>();
-                slot->session = std::make_shared<McpSession>(http::new_session_id(), tenant,
-                                                             options_, metrics_);
-                ++state.sessions;
-                sessions_.emplace(slot->session->id, slot);
-                if (shared) {
-                    state.shared = slot;
-                }
-                opener = true;
-            }
+        if (shared) {
+            workspace.clear();  // the tenant's shared session is on its workspace root
         }
-        if (opener) {
+        const SessionTable::Reserved reserved = sessions_.reserve(tenant, shared);
+        if (!reserved.slot) {
+            metrics_.refusal(tenant.name, "sessions");
+            HttpResponse response = rpc_error(
+                429, nullptr, jsonrpc::ErrorCode::kInternalError,
+                fmt::format("This tenant has {} sessions open, its limit. End one (DELETE "
+                            "/mcp with its Mcp-Session-Id) or wait for an idle one to expire.",
+                            reserved.open));
+            response.set(bhttp::field::retry_after, "10");
+            co_return response;
+        }
+        const std::shared_ptr<SessionSlot> slot = reserved.slot;
+        if (reserved.opener) {
             auto session = slot->session;
             Status opened = co_await asio::co_spawn(open_pool_, start_session(session, workspace),
                                                     use_awaitable);
             metrics_.session_opened(tenant.name, opened.has_value());
-            std::lock_guard lock(sessions_mu_);
-            slot->ready = true;
+            sessions_.opened(*slot, opened);
             if (!opened) {
-                slot->error = opened.error().message;
-                slot->status = opened.error().code == Errc::kInvalidArgument ||
-                                       opened.error().code == Errc::kNotFound
-                                   ? 400
-                               : opened.error().code == Errc::kResourceExhausted ? 429
-                                                                                 : 503;
-                forget_locked(*slot);
                 SPDLOG_LOGGER_ERROR(logger(), "http session failed to open tenant={} why={}",
                                     tenant.name, slot->error);
             } else {
                 SPDLOG_LOGGER_INFO(logger(), "http session opened tenant={} session={} shared={}",
                                    tenant.name, session->short_id(), shared);
             }
-            for (auto& waiter : slot->waiters) {
-                asio::post(waiter->get_executor(), [waiter] { waiter->cancel(); });
-            }
-            slot->waiters.clear();
         } else {
             auto waiter = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
-            for (;;) {
-                {
-                    std::lock_guard lock(sessions_mu_);
-                    if (slot->ready) {
-                        break;
-                    }
-                    slot->waiters.push_back(waiter);
-                }
+            while (!sessions_.ready_or_wait(*slot, wake_of(waiter))) {
                 waiter->expires_after(std::chrono::minutes(5));
                 boost::system::error_code ec;
                 co_await waiter->async_wait(asio::redirect_error(use_awaitable, ec));
@@ -1588,67 +901,13 @@ private:
         co_return;
     }
 
-    // Guarded by sessions_mu_: the slot leaves the tables (its session may still be ending).
-    void forget_locked(const SessionSlot& slot) {
-        const auto& session = *slot.session;
-        if (sessions_.erase(session.id) == 0) {
-            return;
-        }
-        TenantState& state = tenants_[session.tenant.name];
-        --state.sessions;
-        if (state.shared && state.shared->session.get() == &session) {
-            state.shared.reset();
-        }
-    }
-
     // Ends a session off the I/O threads (its calls are stopped and waited for, its sandbox
     // stopped). `answer`: see McpSession::end.
     awaitable<void> end_session(std::shared_ptr<McpSession> session,
                                 std::optional<std::string> answer = std::nullopt) {
-        {
-            std::lock_guard lock(sessions_mu_);
-            if (auto it = sessions_.find(session->id); it != sessions_.end()) {
-                forget_locked(*it->second);
-            }
-        }
+        sessions_.forget(*session);
         co_await asio::co_spawn(open_pool_, stop_session(session, std::move(answer)),
                                 use_awaitable);
-    }
-
-    std::vector<std::shared_ptr<McpSession>> open_sessions() {
-        std::vector<std::shared_ptr<McpSession>> out;
-        std::lock_guard lock(sessions_mu_);
-        for (const auto& [id, slot] : sessions_) {
-            if (slot->ready && slot->session) {
-                out.push_back(slot->session);
-            }
-        }
-        return out;
-    }
-
-    // Seconds to wait before the tenant may call again, or nullopt when it may call now.
-    std::optional<long> take_call_token(const HttpTenant& tenant) {
-        if (tenant.calls_per_second <= 0) {
-            return std::nullopt;
-        }
-        std::lock_guard lock(sessions_mu_);
-        TenantState& state = tenants_[tenant.name];
-        const double burst = std::max(1.0, tenant.calls_per_second);
-        const auto now = Clock::now();
-        if (state.refilled == Clock::time_point{}) {
-            state.tokens = burst;
-        } else {
-            state.tokens = std::min(
-                burst, state.tokens + std::chrono::duration<double>(now - state.refilled).count() *
-                                          tenant.calls_per_second);
-        }
-        state.refilled = now;
-        if (state.tokens >= 1.0) {
-            state.tokens -= 1.0;
-            return std::nullopt;
-        }
-        return std::max(
-            1L, static_cast<long>(std::ceil((1.0 - state.tokens) / tenant.calls_per_second)));
     }
 
     // Idle sessions and those past their lifetime end.
@@ -1658,24 +917,19 @@ private:
             timer.expires_after(std::chrono::seconds(1));
             boost::system::error_code ec;
             co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
-            const auto now = Clock::now();
-            for (auto& session : open_sessions()) {
-                const auto idle = now - Clock::time_point(Clock::duration(session->last_used));
-                const bool expired = now - session->created > session->tenant.max_lifetime;
-                if (expired || (idle > session->tenant.idle_ttl && session->calls() == 0)) {
-                    SPDLOG_LOGGER_INFO(logger(), "http session {} tenant={} session={}",
-                                       expired ? "past its lifetime" : "idle", session->tenant.name,
-                                       session->short_id());
-                    std::optional<std::string> answer;
-                    if (expired) {
-                        answer = fmt::format(
-                            "This session reached its maximum lifetime ({} s) while this call "
-                            "was running, so the call was stopped and its processes killed; it "
-                            "may have done part of its work. Start a new session to retry it.",
-                            session->tenant.max_lifetime.count());
-                    }
-                    asio::co_spawn(ioc_, end_session(session, std::move(answer)), asio::detached);
+            for (auto& [session, expired] : sessions_.due(Clock::now())) {
+                SPDLOG_LOGGER_INFO(logger(), "http session {} tenant={} session={}",
+                                   expired ? "past its lifetime" : "idle", session->tenant.name,
+                                   session->short_id());
+                std::optional<std::string> answer;
+                if (expired) {
+                    answer = fmt::format(
+                        "This session reached its maximum lifetime ({} s) while this call was "
+                        "running, so the call was stopped and its processes killed; it may have "
+                        "done part of its work. Start a new session to retry it.",
+                        session->tenant.max_lifetime.count());
                 }
+                asio::co_spawn(ioc_, end_session(session, std::move(answer)), asio::detached);
             }
         }
     }
@@ -1687,7 +941,7 @@ private:
         asio::steady_timer timer(ioc_);
         for (;;) {
             std::size_t running = 0;
-            for (auto& session : open_sessions()) {
+            for (auto& session : sessions_.open_sessions()) {
                 running += session->calls();
             }
             if (running == 0) {
@@ -1706,7 +960,7 @@ private:
             boost::system::error_code ec;
             co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
         }
-        for (auto& session : open_sessions()) {
+        for (auto& session : sessions_.open_sessions()) {
             co_await end_session(session, drain_answer());
         }
         // Let the responses that just ended write their last bytes; a client that does not
@@ -1733,26 +987,16 @@ private:
 
     HttpResponse admin(const HttpRequest& request, std::string_view path) {
         if (path == "/metrics" && request.method() == bhttp::verb::get) {
-            std::map<std::string, std::pair<std::size_t, std::size_t>> gauges;
-            {
-                std::lock_guard lock(sessions_mu_);
-                for (const auto& [name, state] : tenants_) {
-                    gauges[name].first = state.sessions;
-                }
-            }
-            for (auto& session : open_sessions()) {
-                gauges[session->tenant.name].second += session->calls();
-            }
-            HttpResponse response =
-                text_response(200, metrics_.render(gauges, backend_.usage(), draining_));
+            HttpResponse response = text_response(
+                200, metrics_.render(sessions_.gauges(), backend_.usage(), draining_));
             response.set(bhttp::field::content_type, "text/plain; version=0.0.4");
             return response;
         }
         if (path == "/admin/sessions" && request.method() == bhttp::verb::get) {
             json list = json::array();
             const auto now = Clock::now();
-            for (auto& session : open_sessions()) {
-                const auto idle = now - Clock::time_point(Clock::duration(session->last_used));
+            for (auto& session : sessions_.open_sessions()) {
+                const auto idle = now - session->last_used_at();
                 list.push_back({{"id", session->id},
                                 {"tenant", session->tenant.name},
                                 {"age_seconds", std::chrono::duration_cast<std::chrono::seconds>(
@@ -1767,12 +1011,7 @@ private:
         constexpr std::string_view kPrefix = "/admin/sessions/";
         if (path.starts_with(kPrefix) && request.method() == bhttp::verb::delete_) {
             const std::string id(path.substr(kPrefix.size()));
-            std::shared_ptr<McpSession> session;
-            for (auto& open : open_sessions()) {
-                if (open->id == id) {
-                    session = open;
-                }
-            }
+            const std::shared_ptr<McpSession> session = sessions_.find_any(id);
             if (!session) {
                 return text_response(404, "No such session.\n");
             }
@@ -1803,9 +1042,7 @@ private:
     std::atomic<std::size_t> connections_{0};
     std::atomic<std::size_t> responding_{0};  // responses being written (SSE or JSON)
     Metrics metrics_;
-    std::mutex sessions_mu_;
-    std::unordered_map<std::string, std::shared_ptr<SessionSlot>> sessions_;  // by id
-    std::map<std::string, TenantState> tenants_;                              // by name
+    SessionTable sessions_{options_, metrics_};
 };
 
 HttpServer::HttpServer(HttpBackend& backend, HttpOptions options)

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/unique_fd.h"
+#include "runner/mcp/http_rules.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
 
@@ -100,12 +101,20 @@ private:
     Calls& calls_;
 };
 
+// Tenants "t" (token "token-t", and no token at all unless `anonymous` is false: what --no-auth
+// serves) and "o" (token "token-o"); the operator's token is "admin".
 class Backend final : public HttpBackend {
 public:
-    const HttpTenant* authenticate(const std::optional<std::string>& /*token*/) override {
-        return &tenant;
+    const HttpTenant* authenticate(const std::optional<std::string>& token) override {
+        if (!token) {
+            return anonymous ? &tenant : nullptr;
+        }
+        if (*token == "token-t") {
+            return &tenant;
+        }
+        return *token == "token-o" ? &other : nullptr;
     }
-    bool is_admin(const std::optional<std::string>& /*token*/) override { return true; }
+    bool is_admin(const std::optional<std::string>& token) override { return token == "admin"; }
     Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& /*tenant*/,
                                                    const std::string& /*session_id*/,
                                                    const std::string& /*workspace*/) override {
@@ -113,6 +122,8 @@ public:
     }
 
     HttpTenant tenant{.name = "t"};
+    HttpTenant other{.name = "o"};
+    bool anonymous = true;
     Calls calls;
 };
 
@@ -311,11 +322,12 @@ json modern_meta() {
 // A real HttpServer on a loopback port, with the tool hosts above, run on a thread of its own.
 class HttpServerTest : public ::testing::Test {
 protected:
-    // Starts the server; `drain`: how long running calls may finish after stop().
-    void start(std::chrono::seconds drain = 1s) {
+    // Starts the server; `drain`: how long running calls may finish after stop(); `auth`: bearer
+    // tokens are checked.
+    void start(std::chrono::seconds drain = 1s, bool auth = false) {
         HttpOptions options;
         options.listen = "127.0.0.1:0";
-        options.auth = false;
+        options.auth = auth;
         options.drain = drain;
         options.io_threads = 2;
         server_.emplace(backend_, options);
@@ -351,11 +363,13 @@ protected:
 
     [[nodiscard]] std::string endpoint() const { return server_->endpoint(); }
 
-    // A new session under `version`: its Mcp-Session-Id.
-    std::string open_session(const std::string& version = "2025-11-25") {
+    // A new session under `version` (with `headers`, e.g. a token): its Mcp-Session-Id.
+    std::string open_session(const std::string& version = "2025-11-25",
+                             std::map<std::string, std::string> headers = {}) {
         Client client(endpoint());
         EXPECT_TRUE(client.connected());
-        client.send("POST", initialize_request(version).dump(), kJsonOnly);
+        headers.insert(kJsonOnly.begin(), kJsonOnly.end());
+        client.send("POST", initialize_request(version).dump(), headers);
         Reply reply = client.read();
         EXPECT_EQ(reply.status, 200) << reply.body;
         EXPECT_EQ(json::parse(reply.body)["result"]["protocolVersion"], version);
@@ -612,6 +626,209 @@ TEST_F(HttpServerTest, StreamsBegin20251125WithAPrimingEventAndEarlierRevisionsW
         ASSERT_EQ(sse_messages(reply.body).size(), 1U) << reply.body;
         EXPECT_EQ(sse_messages(reply.body)[0]["result"]["content"][0]["text"], "nap done");
     }
+}
+
+// ---- routing, authentication and the session lifecycle -----------------------------------
+
+// One request on a connection of its own: its response.
+Reply exchange(const std::string& endpoint, const std::string& method, const std::string& body,
+               const std::map<std::string, std::string>& headers,
+               const std::string& target = "/mcp") {
+    Client client(endpoint);
+    EXPECT_TRUE(client.connected());
+    client.send(method, body, headers, target);
+    return client.read();
+}
+
+std::map<std::string, std::string> with_token(const std::string& token,
+                                              std::map<std::string, std::string> headers) {
+    headers["Authorization"] = "Bearer " + token;
+    return headers;
+}
+
+std::map<std::string, std::string> in_session(const std::string& session,
+                                              std::map<std::string, std::string> headers) {
+    headers["Mcp-Session-Id"] = session;
+    return headers;
+}
+
+const std::string kToolsList = rpc(5, "tools/list", json::object()).dump();
+
+TEST_F(HttpServerTest, ARequestWithoutAValidTokenIsRefusedWith401) {
+    backend_.anonymous = false;
+    start(1s, /*auth=*/true);
+    Reply missing =
+        exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    EXPECT_EQ(missing.status, 401);
+    EXPECT_EQ(missing.header("www-authenticate"), R"(Bearer realm="stockade")");
+    EXPECT_EQ(missing.body,
+              "This server needs a bearer token: send Authorization: Bearer TOKEN.\n");
+    Reply wrong = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(),
+                           with_token("nobody", kJsonOnly));
+    EXPECT_EQ(wrong.status, 401);
+    EXPECT_EQ(wrong.header("www-authenticate"),
+              R"(Bearer realm="stockade", error="invalid_token")");
+    Reply malformed = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(),
+                               {{"Accept", "application/json"}, {"Authorization", "Basic eDp5"}});
+    EXPECT_EQ(malformed.status, 401) << "not a bearer token";
+    EXPECT_EQ(open_session("2025-11-25", with_token("token-t", {})).size(), 64U);
+}
+
+TEST_F(HttpServerTest, MetricsAndAdminEndpointsAreTheOperatorsOnly) {
+    start(1s, /*auth=*/true);
+    const std::string session = open_session("2025-11-25", with_token("token-t", {}));
+    for (const std::string target : {"/metrics", "/admin/sessions"}) {
+        EXPECT_EQ(exchange(endpoint(), "GET", "", {}, target).status, 401) << target;
+        EXPECT_EQ(exchange(endpoint(), "GET", "", with_token("token-t", {}), target).status, 401)
+            << "a tenant's token is not the operator's: " << target;
+    }
+    EXPECT_EQ(
+        exchange(endpoint(), "DELETE", "", with_token("token-t", {}), "/admin/sessions/" + session)
+            .status,
+        401);
+    Reply metrics = exchange(endpoint(), "GET", "", with_token("admin", {}), "/metrics");
+    ASSERT_EQ(metrics.status, 200);
+    EXPECT_EQ(metrics.header("content-type"), "text/plain; version=0.0.4");
+    EXPECT_NE(metrics.body.find("stockade_sessions{tenant=\"t\"} 1\n"), std::string::npos)
+        << metrics.body;
+    EXPECT_NE(metrics.body.find("stockade_sessions_opened_total{tenant=\"t\",result=\"ok\"} 1\n"),
+              std::string::npos);
+    EXPECT_NE(metrics.body.find("stockade_http_requests_total{method=\"GET\",status=\"401\"} 4\n"),
+              std::string::npos)
+        << metrics.body;
+    Reply sessions = exchange(endpoint(), "GET", "", with_token("admin", {}), "/admin/sessions");
+    ASSERT_EQ(sessions.status, 200);
+    const json listed = json::parse(sessions.body);
+    ASSERT_EQ(listed["sessions"].size(), 1U);
+    EXPECT_EQ(listed["sessions"][0]["id"], session);
+    EXPECT_EQ(listed["sessions"][0]["tenant"], "t");
+}
+
+TEST_F(HttpServerTest, InitializeOpensASessionThatLaterRequestsFind) {
+    start();
+    Reply opened = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    ASSERT_EQ(opened.status, 200);
+    const std::string session = opened.header("mcp-session-id");
+    EXPECT_TRUE(http::is_session_id(session)) << session;
+    Reply listed = exchange(endpoint(), "POST", kToolsList, in_session(session, kJsonOnly));
+    EXPECT_EQ(listed.status, 200) << listed.body;
+    EXPECT_EQ(json::parse(listed.body)["result"]["tools"].size(), 2U);
+    EXPECT_EQ(listed.header("mcp-session-id"), "") << "only initialize names the session";
+    Reply no_session = exchange(endpoint(), "POST", kToolsList, kJsonOnly);
+    EXPECT_EQ(no_session.status, 400);
+    EXPECT_NE(no_session.body.find("no Mcp-Session-Id header"), std::string::npos);
+    EXPECT_NE(exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly)
+                  .header("mcp-session-id"),
+              session)
+        << "each initialize opens a session of its own";
+}
+
+TEST_F(HttpServerTest, AnotherTenantsSessionIdIsNotFoundLikeAnUnknownOne) {
+    start(1s, /*auth=*/true);
+    const std::string session = open_session("2025-11-25", with_token("token-t", {}));
+    ASSERT_EQ(session.size(), 64U);
+    const std::string unknown = http::new_session_id();
+    Reply theirs = exchange(endpoint(), "POST", kToolsList,
+                            in_session(session, with_token("token-o", kJsonOnly)));
+    Reply nobodys = exchange(endpoint(), "POST", kToolsList,
+                             in_session(unknown, with_token("token-o", kJsonOnly)));
+    EXPECT_EQ(theirs.status, 404);
+    EXPECT_EQ(json::parse(theirs.body),
+              json::parse(R"({"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":
+                  "Session not found: it ended, or never existed. Start a new one with initialize."}})"));
+    EXPECT_EQ(theirs.body, nobodys.body) << "nothing tells that the session exists";
+    EXPECT_EQ(theirs.status, nobodys.status);
+
+    const auto sse = in_session(session, with_token("token-o", {{"Accept", "text/event-stream"}}));
+    Reply get = exchange(endpoint(), "GET", "", sse);
+    EXPECT_EQ(get.status, 404);
+    EXPECT_EQ(get.body, "Session not found.\n");
+    Reply removed =
+        exchange(endpoint(), "DELETE", "", in_session(session, with_token("token-o", {})));
+    EXPECT_EQ(removed.status, 404);
+    EXPECT_EQ(removed.body, "Session not found.\n");
+
+    Reply owner = exchange(endpoint(), "POST", kToolsList,
+                           in_session(session, with_token("token-t", kJsonOnly)));
+    EXPECT_EQ(owner.status, 200) << "the other tenant's DELETE did not end it: " << owner.body;
+}
+
+TEST_F(HttpServerTest, DeleteEndsTheSession) {
+    start();
+    const std::string session = open_session();
+    EXPECT_EQ(exchange(endpoint(), "DELETE", "", in_session(session, {})).status, 204);
+    Reply after = exchange(endpoint(), "POST", kToolsList, in_session(session, kJsonOnly));
+    EXPECT_EQ(after.status, 404);
+    EXPECT_EQ(exchange(endpoint(), "DELETE", "", in_session(session, {})).status, 404);
+}
+
+TEST_F(HttpServerTest, TheOperatorEndsASessionAndAnswersItsRunningCall) {
+    start();
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(9, "tools/call", {{"name", "block"}}).dump(),
+                in_session(session, kJsonOnly));
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    Reply ended = exchange(endpoint(), "DELETE", "", {}, "/admin/sessions/" + session);
+    EXPECT_EQ(ended.status, 202);
+    const json answer = json::parse(client.read().body);
+    EXPECT_EQ(answer["id"], 9);
+    EXPECT_NE(answer["error"]["message"].get<std::string>().find("The operator ended this session"),
+              std::string::npos)
+        << answer;
+    EXPECT_EQ(exchange(endpoint(), "DELETE", "", {}, "/admin/sessions/" + session).status, 404);
+}
+
+TEST_F(HttpServerTest, AnIdleSessionIsReapedAfterItsIdleTtl) {
+    backend_.tenant.idle_ttl = 1s;
+    start();
+    const std::string session = open_session();
+    // The reaper looks every second: the session goes between 1 and 3 s from its last use.
+    Reply found = exchange(endpoint(), "POST", kToolsList, in_session(session, kJsonOnly));
+    ASSERT_EQ(found.status, 200) << "not reaped while in use";
+    const auto used = std::chrono::steady_clock::now();
+    bool listed = true;
+    while (listed && std::chrono::steady_clock::now() - used < 5s) {
+        std::this_thread::sleep_for(100ms);
+        Reply admin = exchange(endpoint(), "GET", "", {}, "/admin/sessions");
+        listed = !json::parse(admin.body)["sessions"].empty();
+    }
+    EXPECT_GE(std::chrono::steady_clock::now() - used, 1s) << "not before its idle TTL";
+    Reply after = exchange(endpoint(), "POST", kToolsList, in_session(session, kJsonOnly));
+    EXPECT_EQ(after.status, 404) << "reaped";
+}
+
+TEST_F(HttpServerTest, ASessionEndsAtItsMaxLifetimeAndItsRunningCallIsAnswered) {
+    backend_.tenant.max_lifetime = 1s;
+    start();
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(4, "tools/call", {{"name", "block"}}).dump(),
+                in_session(session, kJsonOnly));
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    Reply reply = client.read(5s);
+    ASSERT_EQ(reply.status, 200);
+    const json answer = json::parse(reply.body);
+    EXPECT_EQ(answer["id"], 4);
+    EXPECT_EQ(answer["error"]["code"], -32603);
+    EXPECT_NE(answer["error"]["message"].get<std::string>().find(
+                  "This session reached its maximum lifetime (1 s) while this call was running"),
+              std::string::npos)
+        << answer;
+    EXPECT_EQ(backend_.calls.stopped, 1U);
+    EXPECT_EQ(exchange(endpoint(), "POST", kToolsList, in_session(session, kJsonOnly)).status, 404);
+}
+
+TEST_F(HttpServerTest, ATenantsSessionsAreBoundedByMaxSessions) {
+    backend_.tenant.max_sessions = 1;
+    start();
+    (void)open_session();
+    Reply refused =
+        exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    EXPECT_EQ(refused.status, 429);
+    EXPECT_EQ(refused.header("retry-after"), "10");
+    EXPECT_NE(refused.body.find("This tenant has 1 sessions open, its limit."), std::string::npos)
+        << refused.body;
 }
 
 }  // namespace
