@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <iterator>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -151,6 +153,30 @@ int hex_digit_value(char c) {
     return -1;
 }
 
+bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
+}
+
+std::string_view trim_left(std::string_view s) {
+    size_t i = 0;
+    while (i < s.size() && is_space(s[i])) {
+        ++i;
+    }
+    return s.substr(i);
+}
+
+std::string_view trim_right(std::string_view s) {
+    size_t n = s.size();
+    while (n > 0 && is_space(s[n - 1])) {
+        --n;
+    }
+    return s.substr(0, n);
+}
+
+std::string_view trim(std::string_view s) {
+    return trim_right(trim_left(s));
+}
+
 std::string_view trim_ows(std::string_view text) {
     while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
         text.remove_prefix(1);
@@ -165,13 +191,23 @@ std::string size_text(uint64_t bytes) {
     constexpr uint64_t kK = 1024;
     constexpr std::pair<char, uint64_t> kUnits[] = {
         {'T', kK * kK * kK * kK}, {'G', kK * kK * kK}, {'M', kK * kK}, {'K', kK}};
-    for (const auto& [unit, scale] : kUnits) {
-        if (bytes >= scale) {
-            return bytes % scale == 0
-                       ? fmt::format("{}{}", bytes / scale, unit)
-                       : fmt::format("{:.1f}{}",
-                                     static_cast<double>(bytes) / static_cast<double>(scale), unit);
+    for (std::size_t i = 0; i < std::size(kUnits); ++i) {
+        const auto [unit, scale] = kUnits[i];
+        if (bytes < scale) {
+            continue;
         }
+        if (bytes % scale == 0) {
+            return fmt::format("{}{}", bytes / scale, unit);
+        }
+        // "1536M" rather than "1.5G" where the next unit is exact and short: what was typed.
+        if (i + 1 < std::size(kUnits)) {
+            const auto [smaller, small_scale] = kUnits[i + 1];
+            if (bytes % small_scale == 0 && bytes / small_scale < 10'000) {
+                return fmt::format("{}{}", bytes / small_scale, smaller);
+            }
+        }
+        return fmt::format("{:.1f}{}", static_cast<double>(bytes) / static_cast<double>(scale),
+                           unit);
     }
     return fmt::format("{}", bytes);
 }

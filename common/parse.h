@@ -25,5 +25,10 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text);
 int hex_digit_value(char c);
 // `text` without the spaces and tabs around it (HTTP's optional white space, RFC 9110 §5.5).
 std::string_view trim_ows(std::string_view text);
+// Whitespace: space, tab, CR, LF, FF, VT; and a text without it at either end or one.
+bool is_space(char c);
+std::string_view trim(std::string_view s);
+std::string_view trim_left(std::string_view s);
+std::string_view trim_right(std::string_view s);
 
 }  // namespace stockade

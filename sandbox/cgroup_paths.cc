@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/parse.h"
 #include "common/path.h"
 
 namespace stockade::sandbox {
@@ -42,16 +43,6 @@ std::optional<T> parse_number(std::string_view text) {
         return std::nullopt;
     }
     return value;
-}
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n')) {
-        s.remove_prefix(1);
-    }
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) {
-        s.remove_suffix(1);
-    }
-    return s;
 }
 
 // Super options of a v1 cgroup mount that are not controllers.

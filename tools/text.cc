@@ -179,30 +179,6 @@ size_t count_lines(std::string_view text) {
     return text.back() == '\n' ? breaks : breaks + 1;
 }
 
-bool is_space(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-std::string_view trim_left(std::string_view s) {
-    size_t i = 0;
-    while (i < s.size() && is_space(s[i])) {
-        ++i;
-    }
-    return s.substr(i);
-}
-
-std::string_view trim_right(std::string_view s) {
-    size_t n = s.size();
-    while (n > 0 && is_space(s[n - 1])) {
-        --n;
-    }
-    return s.substr(0, n);
-}
-
-std::string_view trim(std::string_view s) {
-    return trim_right(trim_left(s));
-}
-
 std::string_view indentation(std::string_view line) {
     size_t i = 0;
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/parse.h"
 #include "common/utf8.h"
 
 namespace stockade::tools {
@@ -72,11 +73,11 @@ std::vector<std::string_view> split_lines(std::string_view text);
 // "x\n" differ.
 std::vector<std::string_view> lines_with_breaks(std::string_view text);
 size_t count_lines(std::string_view text);
-// Whitespace for the tools' purposes: space, tab, CR, LF, FF, VT.
-bool is_space(char c);
-std::string_view trim(std::string_view s);
-std::string_view trim_left(std::string_view s);
-std::string_view trim_right(std::string_view s);
+// Whitespace and its trimming: common/parse.h's, one for every module.
+using ::stockade::is_space;
+using ::stockade::trim;
+using ::stockade::trim_left;
+using ::stockade::trim_right;
 // The leading whitespace of a line.
 std::string_view indentation(std::string_view line);
 

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_depth.h"
+#include "common/parse.h"
 #include "common/version.h"
 #include "runner/cli/exit_codes.h"
 #include "runner/cli/run_command.h"
@@ -79,14 +80,6 @@ std::string excerpt(std::string_view body) {
         body = end == std::string_view::npos ? std::string_view() : body.substr(end + 1);
     }
     return "";
-}
-
-std::string_view trim(std::string_view text) {
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string_view::npos) {
-        return {};
-    }
-    return text.substr(first, text.find_last_not_of(" \t\r\n") - first + 1);
 }
 
 Error invalid(std::string message) {

@@ -135,15 +135,12 @@ nlohmann::json tool_json(const ToolInfo& tool, std::string_view version) {
     if (!tool.title.empty() && !features.titles) {
         hints["title"] = tool.title;  // 2025-03-26's display name: ToolAnnotations.title
     }
-    const auto add_hint = [&hints](const char* key, const std::optional<bool>& value) {
-        if (value.has_value()) {
-            hints[key] = *value;
-        }
-    };
-    add_hint("readOnlyHint", tool.annotations.read_only_hint);
-    add_hint("destructiveHint", tool.annotations.destructive_hint);
-    add_hint("idempotentHint", tool.annotations.idempotent_hint);
-    add_hint("openWorldHint", tool.annotations.open_world_hint);
+    if (const auto& a = tool.annotations) {
+        hints["readOnlyHint"] = a->read_only;
+        hints["destructiveHint"] = a->destructive;
+        hints["idempotentHint"] = a->idempotent;
+        hints["openWorldHint"] = a->open_world;
+    }
     if (!hints.empty() && features.tool_annotations) {
         entry["annotations"] = std::move(hints);
     }
@@ -151,16 +148,12 @@ nlohmann::json tool_json(const ToolInfo& tool, std::string_view version) {
 }
 
 ToolInfo tool_info(const tools::ToolSpec& spec, bool output_schema) {
-    const tools::ToolAnnotations& a = spec.annotations;
     return ToolInfo{.name = spec.name,
                     .title = spec.title,
                     .description = spec.description,
                     .input_schema = spec.input_schema,
                     .output_schema = output_schema ? spec.output_schema : nlohmann::json(nullptr),
-                    .annotations = {.read_only_hint = a.read_only,
-                                    .destructive_hint = a.destructive,
-                                    .idempotent_hint = a.idempotent,
-                                    .open_world_hint = a.open_world}};
+                    .annotations = spec.annotations};
 }
 
 }  // namespace stockade::mcp

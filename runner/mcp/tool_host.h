@@ -13,18 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "tools/tool.h"
 
 namespace stockade::mcp {
-
-// MCP ToolAnnotations. Every field is a hint; an unset field is omitted from tools/list, and
-// the client then assumes the spec's default (readOnly false, destructive true, idempotent
-// false, openWorld true).
-struct ToolAnnotations {
-    std::optional<bool> read_only_hint;
-    std::optional<bool> destructive_hint;
-    std::optional<bool> idempotent_hint;
-    std::optional<bool> open_world_hint;
-};
 
 struct ToolInfo {
     std::string name;         // 1-128 of [A-Za-z0-9_.-]
@@ -34,14 +25,17 @@ struct ToolInfo {
     // when the schema does not set them.
     nlohmann::json input_schema = nlohmann::json::object();
     nlohmann::json output_schema;  // null: none. Set only by a host that sends structuredContent
-    ToolAnnotations annotations;
+    // MCP ToolAnnotations, every one a hint: a tool's own (tools/tool.h), sent as readOnlyHint,
+    // destructiveHint, idempotentHint and openWorldHint. Nullopt: none, and the client assumes
+    // the spec's defaults (readOnly false, destructive true, idempotent false, openWorld true).
+    std::optional<tools::ToolAnnotations> annotations;
 };
 
-// Reports progress of a call. `done` should grow with each report; the server drops reports
-// that do not grow it (MCP requires progress to increase) and those of calls whose request
-// carried no progressToken. Thread-safe. Must not be called after call_tool() has returned.
-using ProgressFn =
-    std::function<void(double done, std::optional<double> total, std::string message)>;
+// Reports progress of a call (tools::ProgressFn). `done` should grow with each report; the
+// server drops reports that do not grow it (MCP requires progress to increase) and those of
+// calls whose request carried no progressToken. Thread-safe. Must not be called after
+// call_tool() has returned.
+using ProgressFn = tools::ProgressFn;
 
 // A question for the user, asked through the client (MCP elicitation, form mode).
 struct ElicitRequest {

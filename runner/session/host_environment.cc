@@ -12,21 +12,13 @@
 
 #include <fmt/format.h>
 
+#include "common/parse.h"
 #include "common/path.h"
 #include "policy/capability.h"
 
 namespace stockade::runner {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-    const size_t first = s.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos) {
-        return {};
-    }
-    const size_t last = s.find_last_not_of(" \t\r");
-    return s.substr(first, last - first + 1);
-}
 
 std::string lower(std::string_view s) {
     std::string out(s);

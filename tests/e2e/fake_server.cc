@@ -35,19 +35,15 @@ public:
                                     {{"type", "string"}, {"description", "Text to return."}}}}},
                                  {"required", {"text"}}},
                 .output_schema = nullptr,
-                .annotations = {.read_only_hint = true,
-                                .destructive_hint = false,
-                                .idempotent_hint = true,
-                                .open_world_hint = false}},
+                .annotations =
+                    stockade::tools::ToolAnnotations{.read_only = true, .idempotent = true}},
             ToolInfo{.name = "fail",
                      .title = "Fail",
                      .description = "Always fails, to exercise isError results.",
                      .input_schema = json::object(),
                      .output_schema = nullptr,
-                     .annotations = {.read_only_hint = true,
-                                     .destructive_hint = false,
-                                     .idempotent_hint = true,
-                                     .open_world_hint = false}},
+                     .annotations =
+                         stockade::tools::ToolAnnotations{.read_only = true, .idempotent = true}},
             ToolInfo{.name = "confirm",
                      .title = "Confirm",
                      .description = "Asks the user to allow or deny (MCP elicitation) and returns "
@@ -58,10 +54,7 @@ public:
                                          {{"type", "string"},
                                           {"description", "What to ask the user."}}}}}},
                      .output_schema = nullptr,
-                     .annotations = {.read_only_hint = true,
-                                     .destructive_hint = false,
-                                     .idempotent_hint = false,
-                                     .open_world_hint = false}},
+                     .annotations = stockade::tools::ToolAnnotations{.read_only = true}},
         };
     }
 

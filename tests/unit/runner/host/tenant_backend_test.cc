@@ -26,41 +26,30 @@ constexpr uid_t kAcmeUid = 300000;
 
 // Two tenants, one with every limit set and one with none, whose roots and the state directory
 // are fresh directories.
-class TenantBackendTest
-    : public ::testing::
-      Test{protected : void SetUp() override{char tmpl[] = "/tmp/stockade-backend-XXXXXX";
-ASSERT_NE(::mkdtemp(tmpl), nullptr);
-dir_ = tmpl;
-for (const char* sub : {"acme", "beta", "state"}) {
-    fs::create_directory(dir_ / sub);
-}
-if (::geteuid() == 0) {
-    ASSERT_EQ(::chown((dir_ / "acme").c_str(), kAcmeUid, kAcmeUid), 0);
-    ASSERT_EQ(::chown((dir_ / "beta").c_str(), 1879048193, 1879048193), 0);
-}
-        auto tenants = parse_tenants(fmt::format(R"({{"tenants": [
-            {{"name": "acme", "token_sha256": ["{}"], "workspace_root": "{}",
-             "host_uid_range": "300000-365535", "policy": "/etc/stockade/acme.json",
-             "network": "allowlist", "allow": ["Bash(git *)"], "deny": ["Read(./.env)"],
-             "limits": {
-    {
-        "memory" : "1G",
-                   "pids" : 256,
-                   "cpu" : 1.5,
-                   "tmp_size" : "256M",
-                                "disk" : "2G",
-                                         "cpu_weight" : 300
-    }}
+class TenantBackendTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        char tmpl[] = "/tmp/stockade-backend-XXXXXX";
+        ASSERT_NE(::mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+        for (const char* sub : {"acme", "beta", "state"}) {
+            fs::create_directory(dir_ / sub);
         }
-        },
-            {{"name": "beta", "token_sha256": ["{}"], "workspace_root": "{}"}}]
+        if (::geteuid() == 0) {
+            ASSERT_EQ(::chown((dir_ / "acme").c_str(), kAcmeUid, kAcmeUid), 0);
+            ASSERT_EQ(::chown((dir_ / "beta").c_str(), 1879048193, 1879048193), 0);
         }
-        })",
-                                                 token_hash_hex("acme-token"),
-                                                 (dir_ / "acme").string(),
-                                                 token_hash_hex("beta-token"),
-                                                 (dir_ / "beta").string()),
-                                     false);
+        const std::string text = fmt::format(
+            R"json({{"tenants": [
+              {{"name": "acme", "token_sha256": ["{}"], "workspace_root": "{}",
+                "host_uid_range": "300000-365535", "policy": "/etc/stockade/acme.json",
+                "network": "allowlist", "allow": ["Bash(git *)"], "deny": ["Read(./.env)"],
+                "limits": {{"memory": "1G", "pids": 256, "cpu": 1.5, "tmp_size": "256M",
+                            "disk": "2G", "cpu_weight": 300}}}},
+              {{"name": "beta", "token_sha256": ["{}"], "workspace_root": "{}"}}]}})json",
+            token_hash_hex("acme-token"), (dir_ / "acme").string(), token_hash_hex("beta-token"),
+            (dir_ / "beta").string());
+        auto tenants = parse_tenants(text, false);
         ASSERT_THAT(tenants, IsOk());
         auto state = HostDir::open((dir_ / "state").string());
         ASSERT_THAT(state, IsOk());
@@ -75,104 +64,98 @@ if (::geteuid() == 0) {
             HostConfig{.tenants = *tenants, .state = *state, .base = base, .from_file = true});
         ASSERT_THAT(opened, IsOk());
         backend_ = std::move(opened).value();
-        }
-        void TearDown() override {
-            fs::remove_all(dir_);
-        }
+    }
+    void TearDown() override { fs::remove_all(dir_); }
 
-        const ServedTenant& tenant(const std::string& token) {
-            const mcp::HttpTenant* found = backend_->authenticate(token);
-            EXPECT_NE(found, nullptr) << token;
-            return static_cast<const ServedTenant&>(*found);
-        }
+    const ServedTenant& tenant(const std::string& token) {
+        const mcp::HttpTenant* found = backend_->authenticate(token);
+        EXPECT_NE(found, nullptr) << token;
+        return static_cast<const ServedTenant&>(*found);
+    }
 
-        fs::path dir_;
-        std::unique_ptr<TenantBackend> backend_;
-        }
-        ;
+    fs::path dir_;
+    std::unique_ptr<TenantBackend> backend_;
+};
 
-        TEST_F(TenantBackendTest, ATenantsTypedLimitsReachTheSessionConfigUnchanged) {
-            const ServedTenant& acme = tenant("acme-token");
-            ASSERT_EQ(acme.name, "acme");
-            auto ws = backend_->tenant_workspace(acme, "api");
-            ASSERT_THAT(ws, IsOk());
-            auto config = backend_->session_config(acme, *ws);
-            ASSERT_THAT(config, IsOk());
-            const SandboxLimits& limits = config->sandbox.limits;
-            EXPECT_EQ(limits.memory_bytes, 1ULL << 30);
-            EXPECT_EQ(limits.pids, 256U);
-            EXPECT_EQ(limits.cpu, 1.5);
-            EXPECT_EQ(limits.tmp_bytes, 256ULL << 20);
-            EXPECT_EQ(limits.group, "tenant-acme");
-            EXPECT_EQ(limits.group_cpu_weight, 300U);
-            EXPECT_EQ(config->spill_cap_bytes, 2ULL << 30);
-            EXPECT_EQ(config->host_uid_range, (HostIdRange{.first = 300000, .count = 65536}));
-            EXPECT_EQ(config->sandbox.network, sandbox::NetworkMode::kAllowlist);
-            EXPECT_EQ(config->sandbox.workspace.path(), (dir_ / "acme" / "api").string());
-            EXPECT_THAT(config->policy.files, ElementsAre("/etc/stockade/acme.json"));
-            EXPECT_THAT(config->policy.allow, ElementsAre("Read", "Bash(git *)"));
-            EXPECT_THAT(config->policy.deny, ElementsAre("Read(./.env)"));
-            EXPECT_EQ(config->policy.mode, policy::Mode::kHosted)
-                << "serve's --mode holds for tenants";
-            // The tenant's share: its state directory, disk pool and meters, pruned by the pool.
-            EXPECT_EQ(config->state.path(), (dir_ / "state" / "tenants" / "acme").string());
-            EXPECT_EQ(config->disk_pool, acme.disk);
-            EXPECT_EQ(config->disk_pool->cap(), 2ULL << 30);
-            EXPECT_EQ(config->meters, acme.meters);
-            EXPECT_FALSE(config->prune_outputs);
-        }
+TEST_F(TenantBackendTest, ATenantsTypedLimitsReachTheSessionConfigUnchanged) {
+    const ServedTenant& acme = tenant("acme-token");
+    ASSERT_EQ(acme.name, "acme");
+    auto ws = backend_->tenant_workspace(acme, "api");
+    ASSERT_THAT(ws, IsOk());
+    auto config = backend_->session_config(acme, *ws);
+    ASSERT_THAT(config, IsOk());
+    const SandboxLimits& limits = config->sandbox.limits;
+    EXPECT_EQ(limits.memory_bytes, 1ULL << 30);
+    EXPECT_EQ(limits.pids, 256U);
+    EXPECT_EQ(limits.cpu, 1.5);
+    EXPECT_EQ(limits.tmp_bytes, 256ULL << 20);
+    EXPECT_EQ(limits.group, "tenant-acme");
+    EXPECT_EQ(limits.group_cpu_weight, 300U);
+    EXPECT_EQ(config->spill_cap_bytes, 2ULL << 30);
+    EXPECT_EQ(config->host_uid_range, (HostIdRange{.first = 300000, .count = 65536}));
+    EXPECT_EQ(config->sandbox.network, sandbox::NetworkMode::kAllowlist);
+    EXPECT_EQ(config->sandbox.workspace.path(), (dir_ / "acme" / "api").string());
+    EXPECT_THAT(config->policy.files, ElementsAre("/etc/stockade/acme.json"));
+    EXPECT_THAT(config->policy.allow, ElementsAre("Read", "Bash(git *)"));
+    EXPECT_THAT(config->policy.deny, ElementsAre("Read(./.env)"));
+    EXPECT_EQ(config->policy.mode, policy::Mode::kHosted) << "serve's --mode holds for tenants";
+    // The tenant's share: its state directory, disk pool and meters, pruned by the pool.
+    EXPECT_EQ(config->state.path(), (dir_ / "state" / "tenants" / "acme").string());
+    EXPECT_EQ(config->disk_pool, acme.disk);
+    EXPECT_EQ(config->disk_pool->cap(), 2ULL << 30);
+    EXPECT_EQ(config->meters, acme.meters);
+    EXPECT_FALSE(config->prune_outputs);
+}
 
-        TEST_F(TenantBackendTest, WhatATenantLeavesUnsetIsServesOwn) {
-            const ServedTenant& beta = tenant("beta-token");
-            ASSERT_EQ(beta.name, "beta");
-            auto ws = backend_->tenant_workspace(beta, "");
-            ASSERT_THAT(ws, IsOk());
-            auto config = backend_->session_config(beta, *ws);
-            ASSERT_THAT(config, IsOk());
-            EXPECT_EQ(config->sandbox.limits.memory_bytes, 4ULL << 30);
-            EXPECT_EQ(config->sandbox.limits.pids, 100U);
-            EXPECT_EQ(config->sandbox.limits.cpu, std::nullopt);
-            EXPECT_EQ(config->sandbox.limits.group, "tenant-beta")
-                << "acme's weight groups every tenant";
-            EXPECT_EQ(config->sandbox.limits.group_cpu_weight, 100U);
-            EXPECT_EQ(config->spill_cap_bytes, 64ULL << 20);
-            EXPECT_EQ(config->host_uid_range, std::nullopt);
-            EXPECT_EQ(config->sandbox.network, sandbox::NetworkMode::kNone);
-            EXPECT_THAT(config->policy.allow, ElementsAre("Read"));
-            EXPECT_TRUE(config->policy.files.empty());
-            EXPECT_EQ(config->state.path(), (dir_ / "state" / "tenants" / "beta").string());
-            EXPECT_NE(config->disk_pool, tenant("acme-token").disk)
-                << "each tenant has its own pool";
-        }
+TEST_F(TenantBackendTest, WhatATenantLeavesUnsetIsServesOwn) {
+    const ServedTenant& beta = tenant("beta-token");
+    ASSERT_EQ(beta.name, "beta");
+    auto ws = backend_->tenant_workspace(beta, "");
+    ASSERT_THAT(ws, IsOk());
+    auto config = backend_->session_config(beta, *ws);
+    ASSERT_THAT(config, IsOk());
+    EXPECT_EQ(config->sandbox.limits.memory_bytes, 4ULL << 30);
+    EXPECT_EQ(config->sandbox.limits.pids, 100U);
+    EXPECT_EQ(config->sandbox.limits.cpu, std::nullopt);
+    EXPECT_EQ(config->sandbox.limits.group, "tenant-beta") << "acme's weight groups every tenant";
+    EXPECT_EQ(config->sandbox.limits.group_cpu_weight, 100U);
+    EXPECT_EQ(config->spill_cap_bytes, 64ULL << 20);
+    EXPECT_EQ(config->host_uid_range, std::nullopt);
+    EXPECT_EQ(config->sandbox.network, sandbox::NetworkMode::kNone);
+    EXPECT_THAT(config->policy.allow, ElementsAre("Read"));
+    EXPECT_TRUE(config->policy.files.empty());
+    EXPECT_EQ(config->state.path(), (dir_ / "state" / "tenants" / "beta").string());
+    EXPECT_NE(config->disk_pool, tenant("acme-token").disk) << "each tenant has its own pool";
+}
 
-        TEST_F(TenantBackendTest, TokensNameTheirTenantAndNoOther) {
-            EXPECT_EQ(backend_->authenticate(std::string("nobody")), nullptr);
-            EXPECT_EQ(backend_->authenticate(std::nullopt), nullptr);
-            EXPECT_FALSE(backend_->is_admin(std::string("acme-token")));
-            EXPECT_EQ(tenant("beta-token").name, "beta");
-        }
+TEST_F(TenantBackendTest, TokensNameTheirTenantAndNoOther) {
+    EXPECT_EQ(backend_->authenticate(std::string("nobody")), nullptr);
+    EXPECT_EQ(backend_->authenticate(std::nullopt), nullptr);
+    EXPECT_FALSE(backend_->is_admin(std::string("acme-token")));
+    EXPECT_EQ(tenant("beta-token").name, "beta");
+}
 
-        TEST_F(TenantBackendTest, ASessionWorkspaceThroughALinkIsRefusedAndNothingIsOpened) {
-            fs::create_directory_symlink(dir_ / "beta", dir_ / "acme" / "leak");
-            auto ws = backend_->tenant_workspace(tenant("acme-token"), "leak");
-            ASSERT_THAT(ws, HasErrc(Errc::kInvalidArgument));
-            EXPECT_THAT(ws.error().message, HasSubstr("Stockade-Workspace"));
-        }
+TEST_F(TenantBackendTest, ASessionWorkspaceThroughALinkIsRefusedAndNothingIsOpened) {
+    fs::create_directory_symlink(dir_ / "beta", dir_ / "acme" / "leak");
+    auto ws = backend_->tenant_workspace(tenant("acme-token"), "leak");
+    ASSERT_THAT(ws, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(ws.error().message, HasSubstr("Stockade-Workspace"));
+}
 
-        TEST_F(TenantBackendTest, RootsInsideEachOtherAreRefusedAtStart) {
-            auto tenants =
-                parse_tenants(fmt::format(R"({{"tenants": [{{"name": "acme", "token_sha256": ["{}"],
+TEST_F(TenantBackendTest, RootsInsideEachOtherAreRefusedAtStart) {
+    auto tenants =
+        parse_tenants(fmt::format(R"({{"tenants": [{{"name": "acme", "token_sha256": ["{}"],
                                        "workspace_root": "{}"}}]}})",
-                                          token_hash_hex("t"), (dir_ / "state").string()),
-                              false);
-            ASSERT_THAT(tenants, IsOk());
-            auto state = HostDir::open((dir_ / "state").string());
-            ASSERT_THAT(state, IsOk());
-            auto opened = TenantBackend::open(
-                HostConfig{.tenants = *tenants, .state = *state, .base = {}, .from_file = false});
-            ASSERT_THAT(opened, HasErrc(Errc::kInvalidArgument));
-            EXPECT_THAT(opened.error().message, HasSubstr("state directory"));
-        }
+                                  token_hash_hex("t"), (dir_ / "state").string()),
+                      false);
+    ASSERT_THAT(tenants, IsOk());
+    auto state = HostDir::open((dir_ / "state").string());
+    ASSERT_THAT(state, IsOk());
+    auto opened = TenantBackend::open(
+        HostConfig{.tenants = *tenants, .state = *state, .base = {}, .from_file = false});
+    ASSERT_THAT(opened, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(opened.error().message, HasSubstr("state directory"));
+}
 
-        }  // namespace
-        }  // namespace stockade::runner
+}  // namespace
+}  // namespace stockade::runner

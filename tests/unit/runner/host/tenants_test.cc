@@ -163,9 +163,9 @@ TEST(TenantsTest, NumbersAreTakenForLimitsAndDurations) {
         false);
     ASSERT_THAT(config, IsOk());
     const TenantLimits& l = config->tenants[0].limits;
-    EXPECT_EQ(l.pids, "64");
-    EXPECT_EQ(l.cpu, "0.5");
-    EXPECT_EQ(l.memory, "67108864");
+    EXPECT_EQ(l.pids, 64U);
+    EXPECT_EQ(l.cpu, 0.5);
+    EXPECT_EQ(l.memory_bytes, 67108864U);
     EXPECT_EQ(l.idle_ttl, std::chrono::seconds(90));
     EXPECT_EQ(l.max_lifetime, std::chrono::hours(1));
 }

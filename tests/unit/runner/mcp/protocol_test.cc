@@ -158,25 +158,25 @@ TEST(ToolsListTest, OlderRevisionsGetOnlyTheFieldsTheyDefine) {
                         .description = "Reads.",
                         .input_schema = {{"type", "object"}},
                         .output_schema = {{"type", "object"}},
-                        .annotations = {.read_only_hint = true,
-                                        .destructive_hint = std::nullopt,
-                                        .idempotent_hint = std::nullopt,
-                                        .open_world_hint = false}};
+                        .annotations = tools::ToolAnnotations{.read_only = true}};
     const json schema = {{"type", "object"}, {"additionalProperties", false}};
-    EXPECT_EQ(tool_json(tool, kProtocol20250618),
-              json({{"name", "read"},
-                    {"title", "Read"},
-                    {"description", "Reads."},
-                    {"inputSchema", schema},
-                    {"outputSchema", {{"type", "object"}}},
-                    {"annotations", {{"readOnlyHint", true}, {"openWorldHint", false}}}}));
+    const json hints = {{"readOnlyHint", true},
+                        {"destructiveHint", false},
+                        {"idempotentHint", false},
+                        {"openWorldHint", false}};
+    json with_title = hints;
+    with_title["title"] = "Read";
+    EXPECT_EQ(tool_json(tool, kProtocol20250618), json({{"name", "read"},
+                                                        {"title", "Read"},
+                                                        {"description", "Reads."},
+                                                        {"inputSchema", schema},
+                                                        {"outputSchema", {{"type", "object"}}},
+                                                        {"annotations", hints}}));
     // 2025-03-26: no outputSchema, and the title is the annotations' (Tool has none).
-    EXPECT_EQ(tool_json(tool, kProtocol20250326),
-              json({{"name", "read"},
-                    {"description", "Reads."},
-                    {"inputSchema", schema},
-                    {"annotations",
-                     {{"title", "Read"}, {"readOnlyHint", true}, {"openWorldHint", false}}}}));
+    EXPECT_EQ(tool_json(tool, kProtocol20250326), json({{"name", "read"},
+                                                        {"description", "Reads."},
+                                                        {"inputSchema", schema},
+                                                        {"annotations", with_title}}));
     // 2024-11-05: no annotations at all.
     EXPECT_EQ(tool_json(tool, kProtocol20241105),
               json({{"name", "read"}, {"description", "Reads."}, {"inputSchema", schema}}));

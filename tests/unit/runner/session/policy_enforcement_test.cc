@@ -13,6 +13,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "images/image.h"
 #include "policy/settings.h"
 #include "tests/testing/matchers.h"
 
@@ -321,12 +322,12 @@ TEST_F(EnforcementTest, TheListsMakeAValidRunSpec) {
     caller.cwd = ws_;
     caller.euid = 1234;
     caller.egid = 1234;
-    RunOptions flags;
-    flags.workspace = ws_;
-    flags.command = {"true"};
-    auto parsed = parse_run_flags(flags, caller);
-    ASSERT_TRUE(parsed) << parsed.error().message;
-    SandboxConfig options = std::move(parsed->config);
+    SandboxConfig options;
+    options.workspace = ws();
+    auto image = images::load_image("host");
+    ASSERT_TRUE(image) << image.error().message;
+    options.image = std::move(image).value();
+    options.process = CommandProcess{.argv = {"true"}};
     apply_enforcement(e, options);
     auto spec = make_sandbox_spec(options, caller, sandbox::Isolation::kFull);
     ASSERT_TRUE(spec) << spec.error().message;
