@@ -24,9 +24,9 @@
 
 #include "common/log.h"
 #include "common/proc_table.h"
-#include "common/scm_rights.h"
 #include "common/syscall.h"
 #include "sandbox/child.h"
+#include "sandbox/child_report.h"
 #include "sandbox/idmap.h"
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp.h"
@@ -279,49 +279,6 @@ Error child_error(const ChildError& e, const ChildPlan& plan, const SandboxSpec&
             break;
     }
     return errno_error(fmt::format("sandbox setup: {}", child_step_name(e.step)), e.err);
-}
-
-struct Received {
-    bool error = false;
-    ChildError child_error;
-    UniqueFd terminal;
-    UniqueFd proxy_listener;
-};
-
-// Reads the child's messages until EOF (the command was exec'd) or an error report.
-Result<Received> receive_child_report(int fd) {
-    Received out;
-    for (;;) {
-        ChildMessage msg;
-        iovec iov{&msg, sizeof msg};
-        FdControl<1> control;
-        msghdr mh{};
-        mh.msg_iov = &iov;
-        mh.msg_iovlen = 1;
-        expect_fds(mh, control);
-        ssize_t n = retry_eintr([&] { return ::recvmsg(fd, &mh, MSG_CMSG_CLOEXEC); });
-        if (n < 0) {
-            return errno_error("read the sandbox's setup report", errno);
-        }
-        if (n == 0) {
-            return out;
-        }
-        UniqueFd passed_fd;
-        for_each_passed_fd(mh, [&](int passed) { passed_fd.reset(passed); });
-        if (static_cast<size_t>(n) != sizeof msg) {
-            return Error{Errc::kInternal, "sandbox setup report has the wrong size"};
-        }
-        if (msg.kind == ChildMessage::kPtyMaster) {
-            out.terminal = std::move(passed_fd);
-        } else if (msg.kind == ChildMessage::kProxyListener) {
-            out.proxy_listener = std::move(passed_fd);
-        }
-        if (msg.kind == ChildMessage::kError) {
-            out.error = true;
-            out.child_error = msg.error;
-            return out;
-        }
-    }
 }
 
 // A sandbox without a pid namespace has no init of its own to take its orphans (a daemon, a
@@ -819,7 +776,7 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     if (!send_byte('i')) {
         return fail_with(errno_error("start the sandbox", errno));
     }
-    ASSIGN_OR_RETURN(Received report, receive_child_report(sync_fd));
+    ASSIGN_OR_RETURN(ChildReport report, receive_child_report(sync_fd));
     if (report.error) {
         Error error = child_error(report.child_error, plan, spec);
         (void)sandbox.wait();  // the child has exited (or will, having reported)
