@@ -717,7 +717,11 @@ Result<Cloned> clone_child(const SandboxSpec& spec, ChildPlan& plan,
 
 }  // namespace
 
-Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
+Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups,
+                       LaunchStage* failed_at) {
+    if (failed_at != nullptr) {
+        *failed_at = LaunchStage::kSetup;
+    }
     // 1. The supervisor, before clone: check the spec, prepare everything the child needs
     // (1.2-1.3), the cgroup leaf and the limits that depend on it (1.4), the trees of the
     // binds a root caller prepares itself (1.5), and the socket the child reports on (1.6).
@@ -778,6 +782,9 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups) {
     }
     ASSIGN_OR_RETURN(ChildReport report, receive_child_report(sync_fd));
     if (report.error) {
+        if (failed_at != nullptr && report.child_error.step == ChildStep::kExec) {
+            *failed_at = LaunchStage::kExec;
+        }
         Error error = child_error(report.child_error, plan, spec);
         (void)sandbox.wait();  // the child has exited (or will, having reported)
         return error;

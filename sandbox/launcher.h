@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <optional>
 
 #include "common/result.h"
@@ -22,6 +23,9 @@ struct ExitStatus {
 
 // A running sandbox: owns its init's pidfd, the pseudo-terminal master and the cgroup leaf.
 // Destroying it kills whatever is still running and reaps it.
+// Where a launch failed: building the sandbox, or executing the command in a sandbox built.
+enum class LaunchStage : uint8_t { kSetup, kExec };
+
 class Sandbox {
 public:
     Sandbox() = default;
@@ -51,7 +55,8 @@ public:
     [[nodiscard]] bool oom_killed() const;
 
 private:
-    friend Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups);
+    friend Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups,
+                                  LaunchStage* failed_at);
     pid_t pid_ = -1;
     UniqueFd pidfd_;
     UniqueFd terminal_;
@@ -65,7 +70,10 @@ private:
 
 // Starts the sandbox. Returns once the command has been exec'd (or failed to be: then the
 // error names the step and the cause — code kNotFound / kPermissionDenied for a command that
-// is missing or not executable). `cgroups` is what probe_cgroups() found; used at kFull.
-Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups);
+// is missing or not executable). `cgroups` is what probe_cgroups() found; used at kFull. On
+// failure, `failed_at` (when given) says whether the sandbox was built and only the command's
+// exec failed: what a shell reports as 127 or 126.
+Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups,
+                       LaunchStage* failed_at = nullptr);
 
 }  // namespace stockade::sandbox

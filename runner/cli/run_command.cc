@@ -20,10 +20,9 @@
 #include "common/syscall.h"
 #include "images/image.h"
 #include "runner/cli/exit_codes.h"
-#include "runner/session/isolation.h"
 #include "runner/session/policy_enforcement.h"
-#include "runner/session/private_tmp.h"
 #include "runner/session/sandbox_network.h"
+#include "runner/session/start_sandbox.h"
 #include "runner/session/terminal.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/launcher.h"
@@ -189,22 +188,6 @@ int run_command(const RunOptions& flags) {
             SPDLOG_LOGGER_WARN(log, "{}", note);
         }
     }
-    // The level is first chosen from the probes that need no child process, with namespaces, a
-    // new /proc, pivot_root and idmapped mounts taken as available: the launch does all of those
-    // anyway, and probing them first cost a child process at every start (2.3 ms here,
-    // bench/phases). They are probed only when that launch fails: `auto` then falls back as it
-    // does for serve and doctor, and a level that is missing says why (exit 77).
-    auto resolved = resolve_isolation_without_children(config.isolation);
-    bool probed = false;
-    if (!resolved) {
-        resolved = resolve_isolation(config.isolation);
-        probed = true;
-    }
-    if (!resolved) {
-        fmt::print(stderr, "stockade run: {}\n", resolved.error().message);
-        return kExitUnavailable;
-    }
-
     // --network allowlist: the proxy and the rules it decides by, before anything runs. A
     // proxy that cannot start ends the run: never a silent fall back to no network or the host's.
     std::unique_ptr<policy::Policy> network_policy;
@@ -252,88 +235,59 @@ int run_command(const RunOptions& flags) {
     ::sigprocmask(SIG_BLOCK, &handled, nullptr);
     (void)::signal(SIGPIPE, SIG_IGN);
 
-    for (;;) {
-        if (resolved->level == Isolation::kLandlock && !resolved->shortfall.empty()) {
+    if (network) {
+        // The proxy's address for the command; after the operator's --env, so it wins.
+        const std::vector<std::string> proxy_env = network->command_env("run");
+        config.env.insert(config.env.end(), proxy_env.begin(), proxy_env.end());
+    }
+    StartStage failed_at = StartStage::kSetup;
+    StartOptions options{.label = "run", .failed_at = &failed_at};
+    options.before_launch = [&log](Isolation level, std::string_view shortfall) {
+        if (level == Isolation::kLandlock && !shortfall.empty()) {
             // A degraded mode: no mount view, no pid or network namespace. Say so, and why.
             fmt::print(stderr, "stockade run: warning: {}; --isolation auto falls back to \"{}\"\n",
-                       resolved->shortfall, sandbox::isolation_name(resolved->level));
-        } else if (!resolved->shortfall.empty()) {
+                       shortfall, sandbox::isolation_name(level));
+        } else if (!shortfall.empty()) {
             SPDLOG_LOGGER_DEBUG(log, "isolation={} shortfall=\"{}\"",
-                                sandbox::isolation_name(resolved->level), resolved->shortfall);
+                                sandbox::isolation_name(level), shortfall);
         }
-        auto built = make_sandbox_spec(config, caller, resolved->level);
-        if (!built) {
-            fmt::print(stderr, "stockade run: {}\n", built.error().message);
-            return kExitUsage;
-        }
-        SandboxSpec spec = std::move(built).value();
-        PrivateTmp private_tmp("run");
-        if (spec.isolation == Isolation::kLandlock) {
-            if (auto applied = private_tmp.apply(spec); !applied) {
-                fmt::print(stderr, "stockade run: {}\n", applied.error().message);
-                return kExitSetupFailed;
-            }
-        }
-        if (spec.isolation == Isolation::kNone) {
+        if (level == Isolation::kNone) {
             fmt::print(stderr,
                        "stockade run: WARNING: --isolation none: the command runs WITHOUT a "
                        "sandbox (development only)\n");
         }
-
-        if (network) {
-            for (const std::string& entry : network->command_env("run")) {
-                const size_t eq = entry.find('=');
-                set_env(spec.env, entry.substr(0, eq), entry.substr(eq + 1));
-            }
-        }
-
-        auto box = sandbox::launch(spec, resolved->cgroups);
-        if (box) {
-            SPDLOG_LOGGER_DEBUG(log, "sandbox started pid={} isolation={}", box->pid(),
-                                sandbox::isolation_name(spec.isolation));
-            if (network) {
-                network->serve(std::move(box->proxy_listener()));
-            }
-            const int status = supervise(*box, spec);
-            if (network) {
-                // What the command could not reach, where the person or job running it sees it.
-                if (const std::string line = tools::network_refusals_line(network->all_refusals());
-                    !line.empty()) {
-                    fmt::print(stderr, "stockade run: {}\n", line);
-                }
-            }
-            return status;
-        }
-        if (!probed) {
-            // Nothing ran yet (a failed launch stops before the command). Probe for real.
-            probed = true;
-            auto checked = resolve_isolation(config.isolation);
-            if (!checked) {
-                fmt::print(stderr, "stockade run: {}\n", checked.error().message);
-                return kExitUnavailable;
-            }
-            if (checked->level != resolved->level) {
-                SPDLOG_LOGGER_DEBUG(log, "launch failed isolation={} why=\"{}\" probed={}",
-                                    sandbox::isolation_name(resolved->level), box.error().message,
-                                    sandbox::isolation_name(checked->level));
-                resolved = std::move(checked);
-                continue;
-            }
-        }
-        const Error& error = box.error();
+    };
+    auto started = start_sandbox(config, caller, options);
+    if (!started) {
+        const Error& error = started.error();
         fmt::print(stderr, "stockade run: {}\n", error.message);
-        switch (error.code) {
-            case Errc::kNotFound:
-                return kExitNotFound;
-            case Errc::kPermissionDenied:
-                return error.message.rfind("command", 0) == 0 ? kExitNotExecutable
-                                                              : kExitSetupFailed;
-            case Errc::kUnavailable:
+        switch (failed_at) {
+            case StartStage::kIsolation:
                 return kExitUnavailable;
-            default:
-                return kExitSetupFailed;
+            case StartStage::kConfigure:
+                return kExitUsage;
+            case StartStage::kExec:
+                // As a shell says it: 127 not found, 126 found but not executable.
+                return error.code == Errc::kNotFound ? kExitNotFound : kExitNotExecutable;
+            case StartStage::kSetup:
+                return error.code == Errc::kUnavailable ? kExitUnavailable : kExitSetupFailed;
+        }
+        return kExitSetupFailed;
+    }
+    SPDLOG_LOGGER_DEBUG(log, "sandbox started pid={} isolation={}", started->box.pid(),
+                        sandbox::isolation_name(started->spec.isolation));
+    if (network) {
+        network->serve(std::move(started->box.proxy_listener()));
+    }
+    const int status = supervise(started->box, started->spec);
+    if (network) {
+        // What the command could not reach, where the person or job running it sees it.
+        if (const std::string line = tools::network_refusals_line(network->all_refusals());
+            !line.empty()) {
+            fmt::print(stderr, "stockade run: {}\n", line);
         }
     }
+    return status;
 }
 
 }  // namespace stockade::runner

@@ -30,7 +30,7 @@ Result<Resolved> resolve_isolation(sandbox::Isolation requested,
 Result<Resolved> resolve_isolation(sandbox::Isolation requested);
 
 // The same from probe_host_features_without_children: the level to launch at first when a
-// failed launch can be followed by resolve_isolation(requested) (see run_command.cc).
+// failed launch can be followed by resolve_isolation(requested) (see start_sandbox.h).
 Result<Resolved> resolve_isolation_without_children(sandbox::Isolation requested);
 
 // This host's features, probed on first use and kept for the life of the process.

@@ -1,7 +1,7 @@
 // At level landlock a sandbox has no mount namespace: it would share the host's /tmp and
 // /dev/shm, where other users' and other jobs' files live. PrivateTmp gives it a private
 // temporary directory instead (TMPDIR), removed with the object, and takes /tmp and /dev/shm
-// off its Landlock paths. `stockade run` and the session worker both use it.
+// off its Landlock paths. start_sandbox uses it, for `stockade run` and every session worker.
 #pragma once
 
 #include <string>

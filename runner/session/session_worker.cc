@@ -17,7 +17,7 @@
 #include "common/log.h"
 #include "common/syscall.h"
 #include "images/image.h"
-#include "runner/session/isolation.h"
+#include "runner/session/start_sandbox.h"
 #include "sandbox/cgroup.h"
 #include "workspace/local_workspace.h"
 #include "workspace/remote_workspace.h"
@@ -74,31 +74,17 @@ Status SessionWorker::start_locked() {
         .exec_fd = self.get(),
         .channel_fd = channel.second.get(),
         .null_fd = null.get()};
-    const CallerContext caller = current_caller();
-    ASSIGN_OR_RETURN(Resolved resolved, resolve_isolation(config.isolation));  // as run's
-    if (generation_ == 0 && !resolved.shortfall.empty()) {
+    auto started = start_sandbox(config, current_caller(), StartOptions{.label = "session"});
+    if (!started) {
+        return std::move(started).error().wrap("start the session worker");
+    }
+    if (generation_ == 0 && !started->shortfall.empty()) {
         SPDLOG_LOGGER_WARN(log, "isolation auto falls back to \"{}\": {}",
-                           sandbox::isolation_name(resolved.level), resolved.shortfall);
-    }
-    auto built = make_sandbox_spec(config, caller, resolved.level);
-    if (!built) {
-        return std::move(built).error().wrap("configure the session worker");
-    }
-    sandbox::SandboxSpec spec = std::move(built).value();
-    if (spec.isolation == sandbox::Isolation::kLandlock) {
-        private_tmp_ = std::make_unique<PrivateTmp>("session");
-        if (auto applied = private_tmp_->apply(spec); !applied) {
-            private_tmp_.reset();
-            return std::move(applied).error().wrap("start the session worker");
-        }
-    }
-
-    auto box = sandbox::launch(spec, resolved.cgroups);
-    if (!box) {
-        return std::move(box).error().wrap("start the session worker");
+                           sandbox::isolation_name(started->spec.isolation), started->shortfall);
     }
     channel.second.reset();
-    sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(box).value());
+    private_tmp_ = std::move(started->private_tmp);
+    sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(started->box));
     auto remote = std::make_shared<workspace::RemoteWorkspace>(
         std::move(channel.first), config_.workspace, config_.spill.path());
     if (auto hello = remote->handshake(); !hello) {
@@ -114,13 +100,13 @@ Status SessionWorker::start_locked() {
     }
     ++generation_;
     SPDLOG_LOGGER_INFO(log, "worker started pid={} generation={} isolation={}", sandbox_->pid(),
-                       generation_, sandbox::isolation_name(spec.isolation));
+                       generation_, sandbox::isolation_name(started->spec.isolation));
     if (events_ != nullptr) {
         events_->record("WorkerStarted",
                         {{"pid", sandbox_->pid()},
                          {"generation", generation_},
-                         {"isolation", sandbox::isolation_name(spec.isolation)},
-                         {"isolation_shortfall", resolved.shortfall}},
+                         {"isolation", sandbox::isolation_name(started->spec.isolation)},
+                         {"isolation_shortfall", started->shortfall}},
                         true);
     }
     return {};
