@@ -24,7 +24,6 @@ struct Call {
     nlohmann::json arguments;
     std::size_t bytes = 0;  // the request's size as it arrived (the pool bounds the sum)
     RequestProtocol protocol;
-    std::vector<std::string> known_tools;  // the names `name` was checked against
     std::stop_source stop;
     std::atomic<bool> cancelled_by_client{false};  // notifications/cancelled, not EOF
 

@@ -351,25 +351,13 @@ private:
                 carried_answers = std::move(*answers);
             }
         }
-        auto tools = list_tools(request.id);
-        if (!tools) {
-            return;
-        }
-        auto known = tool_names(*tools);
-        if (std::find(known.begin(), known.end(), tool_name) == known.end()) {
-            SPDLOG_LOGGER_INFO(logger(), "mcp unknown tool call={} tool={}{}",
-                               jsonrpc::id_text(request.id), tool_name, context_);
-            reply(request.id, unknown_tool_error(request.id, tool_name, known));
-            return;
-        }
-
+        // Whether the tool exists is the host's to say, once, when it runs the call.
         auto call = std::make_shared<Call>();
         call->id = request.id;
         call->key = jsonrpc::id_key(request.id);
         call->name = tool_name;
         call->arguments = std::move(arguments);
         call->protocol = std::move(protocol);
-        call->known_tools = std::move(known);
         call->input_responses = std::move(input_responses);
         call->carried_answers = std::move(carried_answers);
         call->bytes = bytes;
@@ -537,7 +525,14 @@ private:
         SPDLOG_LOGGER_INFO(logger(), "mcp call end call={} tool={} is_error={} dur_ms={}{}",
                            request_id, call.name, result->is_error, dur_ms, context_);
         if (result->unknown_tool) {
-            return unknown_tool_error(call.id, call.name, call.known_tools);
+            // The names are listed for the error alone: a call that runs never lists them.
+            std::vector<std::string> known;
+            try {
+                known = tool_names(host_.list_tools());
+            } catch (const std::exception& e) {
+                SPDLOG_LOGGER_ERROR(logger(), "tool host list_tools failed: {}", e.what());
+            }
+            return unknown_tool_error(call.id, call.name, known);
         }
         return call_result_line(call, std::move(*result));
     }

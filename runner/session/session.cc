@@ -341,9 +341,14 @@ std::vector<mcp::ToolInfo> Session::list_tools() {
 
 mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::json& arguments,
                                        const mcp::CallInfo& info) {
-    const std::string call_id =
-        fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
-    ExecutedCall done = executor_->run(name, arguments, info, call_id);
+    // A tool the policy hides is not in tools/list: to the client it does not exist. Whether
+    // the name is a tool at all is the executor's stage 1, the one check of it.
+    ExecutedCall done{.result = {}, .unknown_tool = true};
+    if (!policy_->hidden(name)) {
+        const std::string call_id =
+            fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
+        done = executor_->run(name, arguments, info, call_id);
+    }
     if (done.unknown_tool) {
         return mcp::ToolCallResult{.text = "",
                                    .is_error = true,

@@ -36,6 +36,7 @@ using testing::IsOk;
 class FakeHost : public ToolHost {
 public:
     std::vector<ToolInfo> list_tools() override {
+        ++listed_;
         std::vector<ToolInfo> tools = {
             ToolInfo{.name = "echo",
                      .title = "Echo",
@@ -156,6 +157,7 @@ public:
         return started_;
     }
     int stopped() const { return stopped_.load(); }
+    int listed() const { return listed_.load(); }
 
     // The errors elicit() returned, as errc names, once `count` asks have returned.
     std::vector<std::string> wait_ask_errors(std::size_t count) {
@@ -235,6 +237,7 @@ private:
     std::vector<std::string> ask_errors_;
     std::vector<std::string> started_;
     std::atomic<int> stopped_{0};
+    std::atomic<int> listed_{0};
     std::atomic<bool> sigpipe_blocked_in_a_tool_{false};
 };
 
@@ -540,6 +543,14 @@ TEST_F(McpServerTest, UnknownToolIsAJsonRpcErrorNamingTheKnownTools) {
               "Unknown tool: \"nope\". Known tools: echo, fail, block, progress, vanish.");
     EXPECT_EQ(reply["error"]["data"]["knownTools"].size(), 5U);
     EXPECT_EQ(call(5, "vanish")["error"]["code"], -32602);
+}
+
+TEST_F(McpServerTest, ACallOfAKnownToolDoesNotListTheTools) {
+    start();
+    initialize();
+    const int before = host_.listed();
+    EXPECT_EQ(call(4, "echo", {{"text", "hi"}})["result"]["content"][0]["text"], "hi");
+    EXPECT_EQ(host_.listed(), before) << "the host checks the name when it runs the call";
 }
 
 TEST_F(McpServerTest, MalformedCallParamsAreInvalidParams) {
