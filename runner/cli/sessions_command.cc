@@ -26,6 +26,7 @@
 #include "common/json_depth.h"
 #include "common/parse.h"
 #include "common/version.h"
+#include "network/address.h"
 #include "runner/cli/exit_codes.h"
 #include "runner/cli/run_command.h"
 
@@ -84,16 +85,6 @@ std::string excerpt(std::string_view body) {
 
 Error invalid(std::string message) {
     return Error{Errc::kInvalidArgument, std::move(message)};
-}
-
-bool host_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-           c == '-' || c == '_';
-}
-
-bool ipv6_char(char c) {
-    return (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || (c >= '0' && c <= '9') || c == ':' ||
-           c == '.' || c == '%' || host_char(c);
 }
 
 // A path segment character that needs no escaping (RFC 3986 unreserved).
@@ -517,58 +508,13 @@ Result<ServerAddress> parse_server_url(std::string_view text) {
     if (authority.find('@') != std::string_view::npos) {
         return invalid("user:password@ is not used: the admin token goes in --admin-token-file");
     }
-    std::string_view port;
-    if (authority.starts_with("[")) {
-        const auto close = authority.find(']');
-        if (close == std::string_view::npos) {
-            return invalid("an IPv6 address needs its closing ']', e.g. http://[::1]:8787");
-        }
-        out.host = std::string(authority.substr(1, close - 1));
-        std::string_view after = authority.substr(close + 1);
-        if (!after.empty()) {
-            if (!after.starts_with(":")) {
-                return invalid("give http://[ADDRESS]:PORT");
-            }
-            port = after.substr(1);
-        }
-        if (out.host.empty() || !std::all_of(out.host.begin(), out.host.end(), ipv6_char)) {
-            return invalid("give an IPv6 address between the brackets, e.g. http://[::1]:8787");
-        }
-    } else {
-        const auto colon = authority.find(':');
-        if (colon != std::string_view::npos &&
-            authority.find(':', colon + 1) != std::string_view::npos) {
-            return invalid("put an IPv6 address in brackets, e.g. http://[::1]:8787");
-        }
-        out.host = std::string(authority.substr(0, colon));
-        if (colon != std::string_view::npos) {
-            port = authority.substr(colon + 1);
-        }
-        if (out.host.empty()) {
-            return invalid("give a host, e.g. http://127.0.0.1:8787");
-        }
-        if (!std::all_of(out.host.begin(), out.host.end(), host_char)) {
-            return invalid("the host is a name or an address of letters, digits, '.', '-' and '_'");
-        }
+    // The host and port as the proxy reads an authority (network/address): one parser.
+    auto parsed = network::parse_authority(authority, /*default_port=*/80);
+    if (!parsed) {
+        return invalid(parsed.error().message + "; e.g. http://127.0.0.1:8787");
     }
-    if (port.empty() && authority.ends_with(":")) {
-        return invalid("give the port after ':', e.g. http://127.0.0.1:8787");
-    }
-    if (port.empty()) {
-        out.port = "80";
-    } else {
-        unsigned long number = 0;
-        const bool digits = port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) {
-                                return c >= '0' && c <= '9';
-                            });
-        if (digits) {
-            number = std::stoul(std::string(port));
-        }
-        if (!digits || number == 0 || number > 65535) {
-            return invalid("the port is a number from 1 to 65535");
-        }
-        out.port = std::to_string(number);
-    }
+    out.host = std::move(parsed->host);
+    out.port = std::to_string(parsed->port);
     if (path.find_first_of("?#") != std::string_view::npos) {
         return invalid("give the server's address without a query or fragment");
     }

@@ -65,21 +65,21 @@ TEST(ParseServerUrlTest, RefusesWhatItCannotConnectToWithTheReason) {
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"https://127.0.0.1:8787", "plain HTTP"},
         {"ftp://x:1", "give http://HOST:PORT or unix:/PATH"},
-        {"http://:8787", "give a host"},
-        {"http://127.0.0.1:", "give the port"},
+        {"http://:8787", "the host is empty"},
+        {"http://127.0.0.1:", "the port after ':' is empty"},
         {"http://127.0.0.1:0", "1 to 65535"},
         {"http://127.0.0.1:65536", "1 to 65535"},
         {"http://127.0.0.1:80a", "1 to 65535"},
         {"http://127.0.0.1:123456", "1 to 65535"},
         {"http://::1:8787", "brackets"},
-        {"http://[::1:8787", "closing ']'"},
+        {"http://[::1:8787", "'[' without ']'"},
         {"http://[]:1", "IPv6 address"},
         {"http://u:p@127.0.0.1:1", "--admin-token-file"},
         {"http://h st:1", "letters, digits"},
         {"http://127.0.0.1:1/?x=1", "query"},
         {"unix:", "socket's path"},
         {"unix:/" + std::string(200, 'a'), "at most 107 bytes"},
-        {"", "give a host"},
+        {"", "the host is empty"},
     };
     for (const auto& [text, why] : cases) {
         auto got = parse_server_url(text);
