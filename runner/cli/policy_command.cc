@@ -3,6 +3,10 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -103,6 +107,24 @@ int exit_status(policy::Decision decision) {
     return kExitDenied;
 }
 
+// The policy the explanation is made against, as serve would load it from the same flags;
+// an error or warning is printed here (nullopt: exit 2).
+std::optional<policy::Policy> load_explained_policy(const PolicyExplainOptions& options,
+                                                    const HostDir& ws) {
+    std::vector<std::string> warnings;
+    auto config = parse_policy_flags(options.policy);
+    auto loaded = config ? load_policy(*config, ws, warnings)
+                         : Result<policy::Policy>(std::move(config).error());
+    if (!loaded) {
+        fmt::print(stderr, "stockade policy explain: {}\n", loaded.error().message);
+        return std::nullopt;
+    }
+    for (const auto& warning : warnings) {
+        fmt::print(stderr, "warning: {}\n", warning);
+    }
+    return std::move(loaded).value();
+}
+
 // `stockade policy explain network HOST[:PORT]`: the decision the allowlist proxy would get for
 // a connection to HOST on PORT.
 int explain_network(const PolicyExplainOptions& options, const HostDir& ws) {
@@ -111,16 +133,9 @@ int explain_network(const PolicyExplainOptions& options, const HostDir& ws) {
         fmt::print(stderr, "stockade policy explain network: {}\n", request.error().message);
         return kExitUsage;
     }
-    std::vector<std::string> warnings;
-    auto config = parse_policy_flags(options.policy);
-    auto loaded = config ? load_policy(*config, ws, warnings)
-                         : Result<policy::Policy>(std::move(config).error());
+    auto loaded = load_explained_policy(options, ws);
     if (!loaded) {
-        fmt::print(stderr, "stockade policy explain: {}\n", loaded.error().message);
         return kExitUsage;
-    }
-    for (const auto& warning : warnings) {
-        fmt::print(stderr, "warning: {}\n", warning);
     }
     const policy::ConnectionExplanation explained = policy::explain_connection(*loaded, *request);
     if (options.json) {
@@ -150,16 +165,9 @@ int policy_explain_command(const PolicyExplainOptions& options) {
                    "'{{\"command\": \"npm test\"}}'\n");
         return kExitUsage;
     }
-    std::vector<std::string> warnings;
-    auto config = parse_policy_flags(options.policy);
-    auto loaded = config ? load_policy(*config, *ws, warnings)
-                         : Result<policy::Policy>(std::move(config).error());
+    auto loaded = load_explained_policy(options, *ws);
     if (!loaded) {
-        fmt::print(stderr, "stockade policy explain: {}\n", loaded.error().message);
         return kExitUsage;
-    }
-    for (const auto& warning : warnings) {
-        fmt::print(stderr, "warning: {}\n", warning);
     }
     const tools::ToolRegistry registry;
     const tools::Tool* tool = registry.find(options.tool);
