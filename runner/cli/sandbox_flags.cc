@@ -242,13 +242,13 @@ Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerCon
         config.rw.push_back(std::move(resolved));
     }
     for (const auto& path : flags.masked_paths) {
-        ASSIGN_OR_RETURN(std::string real,
-                         check_protected_path("--mask", path, caller.cwd, mounted));
+        ASSIGN_OR_RETURN(std::string real, check_protected_path("--mask", path, caller.cwd, mounted,
+                                                                config.workspace));
         config.masked_paths.push_back(std::move(real));
     }
     for (const auto& path : flags.read_only_paths) {
-        ASSIGN_OR_RETURN(std::string real,
-                         check_protected_path("--read-only", path, caller.cwd, mounted));
+        ASSIGN_OR_RETURN(std::string real, check_protected_path("--read-only", path, caller.cwd,
+                                                                mounted, config.workspace));
         config.read_only_paths.push_back(std::move(real));
     }
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -434,13 +435,14 @@ Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSet
                     e.origin, e.value));
                 continue;
             }
-            struct stat st {};
-            if (::lstat(e.value.c_str(), &st) != 0) {
+            if (!protected_path_exists(std::filesystem::path(e.value).lexically_normal().string(),
+                                       config.workspace)) {
                 continue;
             }
-            ASSIGN_OR_RETURN(std::string checked,
-                             check_protected_path(fmt::format("{}: {}", e.origin, what), e.value,
-                                                  config.workspace.path(), mounted));
+            ASSIGN_OR_RETURN(
+                std::string checked,
+                check_protected_path(fmt::format("{}: {}", e.origin, what), e.value,
+                                     config.workspace.path(), mounted, config.workspace));
             into.push_back(std::move(checked));
         }
         return {};

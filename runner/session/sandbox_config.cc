@@ -1,5 +1,6 @@
 #include "runner/session/sandbox_config.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
@@ -13,6 +14,7 @@
 #include "common/parse.h"
 #include "common/path.h"
 #include "common/syscall.h"
+#include "common/unique_fd.h"
 #include "runner/session/terminal.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -282,9 +284,109 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     return spec;
 }
 
+namespace {
+
+// "a", "b" of "a/b"; nothing of "".
+std::vector<std::string> components_of(std::string_view relative) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start < relative.size()) {
+        const size_t slash = std::min(relative.find('/', start), relative.size());
+        if (slash > start) {
+            out.emplace_back(relative.substr(start, slash - start));
+        }
+        start = slash + 1;
+    }
+    return out;
+}
+
+// How far `components` lead beneath directory `root`, opened one at a time (O_PATH |
+// O_NOFOLLOW, each a single name: a symlink is opened as itself, never followed): how many
+// exist, and whether the last of those is a symbolic link (then `target` is its text).
+struct Walked {
+    size_t existing = 0;
+    bool link = false;
+    std::string target;
+};
+
+Walked walk_beneath(int root, const std::vector<std::string>& components) {
+    Walked out;
+    UniqueFd held;
+    int at = root;
+    for (const std::string& name : components) {
+        UniqueFd next(retry_eintr(
+            [&] { return ::openat(at, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC); }));
+        if (!next.valid()) {
+            return out;  // missing (or unreachable): nothing there to follow
+        }
+        ++out.existing;
+        struct stat st {};
+        if (::fstat(next.get(), &st) == 0 && S_ISLNK(st.st_mode)) {
+            char text[PATH_MAX];
+            const ssize_t n = ::readlinkat(next.get(), "", text, sizeof text);
+            out.link = true;
+            out.target = n > 0 ? std::string(text, static_cast<size_t>(n)) : std::string();
+            return out;
+        }
+        held = std::move(next);
+        at = held.get();
+    }
+    return out;
+}
+
+std::string joined_components(const std::string& base, const std::vector<std::string>& parts,
+                              size_t count) {
+    std::string out = base;
+    for (size_t i = 0; i < count; ++i) {
+        out += (out.ends_with("/") ? "" : "/") + parts[i];
+    }
+    return out;
+}
+
+// `normal` (absolute, normalised, inside `workspace`) resolved beneath the workspace's
+// descriptor: a symbolic link on the way is an error that says where it leads, worked out
+// lexically and looked up beneath the same descriptor, never on the host's paths.
+Status check_beneath_workspace(std::string_view what, const std::string& path,
+                               const std::string& normal, const HostDir& workspace) {
+    const std::string& root = workspace.path();
+    const std::vector<std::string> parts =
+        components_of(normal.size() > root.size() ? normal.substr(root.size() + 1) : "");
+    const Walked walked = walk_beneath(workspace.fd(), parts);
+    if (!walked.link) {
+        return ok_status();
+    }
+    const std::string link = joined_components(root, parts, walked.existing);
+    const std::filesystem::path parent = std::filesystem::path(link).parent_path();
+    std::string leads = (walked.target.starts_with("/") ? std::filesystem::path(walked.target)
+                                                        : parent / walked.target)
+                            .lexically_normal()
+                            .string();
+    while (leads.size() > 1 && leads.ends_with("/")) {
+        leads.pop_back();
+    }
+    std::string where;
+    if (!is_within(leads, root)) {
+        where = fmt::format("it leads out of the workspace, to \"{}\"", leads);
+    } else {
+        const std::vector<std::string> target_parts =
+            components_of(leads.size() > root.size() ? leads.substr(root.size() + 1) : "");
+        const Walked target = walk_beneath(workspace.fd(), target_parts);
+        where = target.existing == target_parts.size() || target.link
+                    ? fmt::format("\"{}\"", leads)
+                    : std::string("it points nowhere");
+    }
+    return usage(fmt::format(
+        "{} \"{}\": \"{}\" is a symbolic link, which the sandbox cannot protect; name the "
+        "real path ({})",
+        what, path, link, where));
+}
+
+}  // namespace
+
 Result<std::string> check_protected_path(std::string_view what, const std::string& path,
                                          const std::string& cwd,
-                                         const std::vector<std::string>& mounted) {
+                                         const std::vector<std::string>& mounted,
+                                         const HostDir& workspace) {
     if (path.empty()) {
         return usage(fmt::format("{}: an empty path", what));
     }
@@ -305,7 +407,12 @@ Result<std::string> check_protected_path(std::string_view what, const std::strin
             "there to protect; name a path inside them",
             what, path));
     }
-    // The deepest part of the path that exists must be its own real path.
+    if (workspace.valid() && is_within(normal, workspace.path())) {
+        RETURN_IF_ERROR(check_beneath_workspace(what, path, normal, workspace));
+        return normal;
+    }
+    // An operator's bind or the image: host paths no sandbox writes. The deepest part of the
+    // path that exists must be its own real path.
     std::string existing = normal;
     struct stat st {};
     while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
@@ -323,6 +430,18 @@ Result<std::string> check_protected_path(std::string_view what, const std::strin
     return normal;
 }
 
+bool protected_path_exists(const std::string& path, const HostDir& workspace) {
+    if (workspace.valid() && is_within(path, workspace.path())) {
+        const std::string& root = workspace.path();
+        const std::vector<std::string> parts =
+            components_of(path.size() > root.size() ? path.substr(root.size() + 1) : "");
+        const Walked walked = walk_beneath(workspace.fd(), parts);
+        return walked.link || walked.existing == parts.size();
+    }
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
 Status check_protected_paths(const SandboxConfig& config) {
     std::vector<std::string> mounted = {config.workspace.path()};
     for (const sandbox::Bind& bind : config.image.binds) {
@@ -333,7 +452,7 @@ Status check_protected_paths(const SandboxConfig& config) {
     for (const auto& [what, paths] : {std::pair{"--mask", &config.masked_paths},
                                       std::pair{"--read-only", &config.read_only_paths}}) {
         for (const std::string& path : *paths) {
-            RETURN_IF_ERROR(check_protected_path(what, path, "/", mounted));
+            RETURN_IF_ERROR(check_protected_path(what, path, "/", mounted, config.workspace));
         }
     }
     return ok_status();

@@ -151,16 +151,25 @@ std::optional<std::string> lookup_env(const std::vector<std::string>& env, std::
 // `path` is `dir` or lies beneath it (both absolute and normalised).
 bool is_within(const std::string& path, const std::string& dir);
 
-// A path to hide or make read-only, as an operator gave it (`what`: "--mask", a settings
-// entry): absolute and normalised (a relative one is taken from `cwd`), inside one of the
-// `mounted` host paths (the workspace, the binds, the image), and not through a symlink at
-// this moment (the sandbox would refuse it at launch). Errors are kInvalidArgument.
+// A path to hide or make read-only, as an operator or a settings file gave it (`what`:
+// "--mask", a settings entry): absolute and normalised (a relative one is taken from `cwd`),
+// inside one of the `mounted` host paths (the workspace, the binds, the image), and not through
+// a symlink at this moment (the sandbox would refuse it at launch). Inside `workspace` (when
+// valid), where a sandbox writes, that is looked at beneath the workspace's descriptor, one
+// component at a time and never following a link; elsewhere (an operator's bind, the image)
+// by path. Errors are kInvalidArgument and say where a link leads.
+Result<std::string> check_protected_path(std::string_view what, const std::string& path,
+                                         const std::string& cwd,
+                                         const std::vector<std::string>& mounted,
+                                         const HostDir& workspace = {});
+
 // check_protected_path for every masked and read-only path of `config` (absolute already),
 // against what it mounts: its workspace, binds and image.
 Status check_protected_paths(const SandboxConfig& config);
 
-Result<std::string> check_protected_path(std::string_view what, const std::string& path,
-                                         const std::string& cwd,
-                                         const std::vector<std::string>& mounted);
+// Whether something is at `path` (absolute, normalised), a symbolic link on the way counting
+// as something: beneath `workspace`'s descriptor when the path lies inside it, as
+// check_protected_path looks.
+bool protected_path_exists(const std::string& path, const HostDir& workspace);
 
 }  // namespace stockade::runner
