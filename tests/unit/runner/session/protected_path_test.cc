@@ -1,7 +1,6 @@
 // check_protected_path inside a workspace looks beneath the descriptor the session opened, one
 // component at a time, never following a link: what the workspace's path leads to now, or
 // what a link planted in it leads to, is never where the check looks.
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +12,7 @@
 
 #include "runner/session/sandbox_config.h"
 #include "tests/testing/matchers.h"
+#include "tests/testing/sandbox_harness.h"
 
 namespace stockade::runner {
 namespace {
@@ -26,21 +26,18 @@ using ::testing::Not;
 class ProtectedPathTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        char tmpl[] = "/tmp/stockade-protected-XXXXXX";
-        ASSERT_NE(::mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
         fs::create_directories(dir_ + "/ws/sub");
         auto opened = HostDir::open(dir_ + "/ws");
         ASSERT_THAT(opened, IsOk());
         ws_ = *opened;
     }
-    void TearDown() override { fs::remove_all(dir_); }
 
     Result<std::string> check(const std::string& path) const {
         return check_protected_path("--mask", path, "/", {ws_.path()}, ws_);
     }
 
-    std::string dir_;
+    testing::TempDir temp_{"stockade-protected"};
+    const std::string dir_ = temp_.path();
     HostDir ws_;
 };
 
