@@ -286,8 +286,11 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
 
 namespace {
 
-// "a", "b" of "a/b"; nothing of "".
-std::vector<std::string> components_of(std::string_view relative) {
+// The components of `path` below `root` (`path` is `root` or beneath it, both normalised):
+// "a", "b" of "<root>/a/b"; nothing of `root` itself.
+std::vector<std::string> components_beneath(const std::string& path, const std::string& root) {
+    const std::string_view relative =
+        path.size() > root.size() ? std::string_view(path).substr(root.size() + 1) : "";
     std::vector<std::string> out;
     size_t start = 0;
     while (start < relative.size()) {
@@ -349,8 +352,7 @@ std::string joined_components(const std::string& base, const std::vector<std::st
 Status check_beneath_workspace(std::string_view what, const std::string& path,
                                const std::string& normal, const HostDir& workspace) {
     const std::string& root = workspace.path();
-    const std::vector<std::string> parts =
-        components_of(normal.size() > root.size() ? normal.substr(root.size() + 1) : "");
+    const std::vector<std::string> parts = components_beneath(normal, root);
     const Walked walked = walk_beneath(workspace.fd(), parts);
     if (!walked.link) {
         return ok_status();
@@ -368,8 +370,7 @@ Status check_beneath_workspace(std::string_view what, const std::string& path,
     if (!is_within(leads, root)) {
         where = fmt::format("it leads out of the workspace, to \"{}\"", leads);
     } else {
-        const std::vector<std::string> target_parts =
-            components_of(leads.size() > root.size() ? leads.substr(root.size() + 1) : "");
+        const std::vector<std::string> target_parts = components_beneath(leads, root);
         const Walked target = walk_beneath(workspace.fd(), target_parts);
         where = target.existing == target_parts.size() || target.link
                     ? fmt::format("\"{}\"", leads)
@@ -432,9 +433,7 @@ Result<std::string> check_protected_path(std::string_view what, const std::strin
 
 bool protected_path_exists(const std::string& path, const HostDir& workspace) {
     if (workspace.valid() && is_within(path, workspace.path())) {
-        const std::string& root = workspace.path();
-        const std::vector<std::string> parts =
-            components_of(path.size() > root.size() ? path.substr(root.size() + 1) : "");
+        const std::vector<std::string> parts = components_beneath(path, workspace.path());
         const Walked walked = walk_beneath(workspace.fd(), parts);
         return walked.link || walked.existing == parts.size();
     }
