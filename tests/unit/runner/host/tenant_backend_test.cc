@@ -73,6 +73,15 @@ protected:
         return static_cast<const ServedTenant&>(*found);
     }
 
+    // The SessionConfig of a session `served` opens on its workspace `name`.
+    Result<SessionConfig> config_for(const ServedTenant& served, const std::string& name) {
+        auto ws = backend_->tenant_workspace(served, name);
+        if (!ws) {
+            return std::move(ws).error();
+        }
+        return backend_->session_config(served, *ws);
+    }
+
     fs::path dir_;
     std::unique_ptr<TenantBackend> backend_;
 };
@@ -80,9 +89,7 @@ protected:
 TEST_F(TenantBackendTest, ATenantsTypedLimitsReachTheSessionConfigUnchanged) {
     const ServedTenant& acme = tenant("acme-token");
     ASSERT_EQ(acme.name, "acme");
-    auto ws = backend_->tenant_workspace(acme, "api");
-    ASSERT_THAT(ws, IsOk());
-    auto config = backend_->session_config(acme, *ws);
+    auto config = config_for(acme, "api");
     ASSERT_THAT(config, IsOk());
     const SandboxLimits& limits = config->sandbox.limits;
     EXPECT_EQ(limits.memory_bytes, 1ULL << 30);
@@ -110,9 +117,7 @@ TEST_F(TenantBackendTest, ATenantsTypedLimitsReachTheSessionConfigUnchanged) {
 TEST_F(TenantBackendTest, WhatATenantLeavesUnsetIsServesOwn) {
     const ServedTenant& beta = tenant("beta-token");
     ASSERT_EQ(beta.name, "beta");
-    auto ws = backend_->tenant_workspace(beta, "");
-    ASSERT_THAT(ws, IsOk());
-    auto config = backend_->session_config(beta, *ws);
+    auto config = config_for(beta, "");
     ASSERT_THAT(config, IsOk());
     EXPECT_EQ(config->sandbox.limits.memory_bytes, 4ULL << 30);
     EXPECT_EQ(config->sandbox.limits.pids, 100U);
