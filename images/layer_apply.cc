@@ -288,10 +288,11 @@ private:
         switch (err) {
             case EXDEV:
             case ELOOP:
-                return refuse(name, fmt::format("its parent {} lies through a symbolic link that "
-                                                "is absolute or leads out of the image's root, "
-                                                "which is never followed",
-                                                quote_entry_name(dir)));
+                return refuse(name,
+                              fmt::format("its parent {} lies through a symbolic link that "
+                                          "is absolute, loops or leads out of the image's root, "
+                                          "which is never followed",
+                                          quote_entry_name(dir)));
             case ENOTDIR:
                 return refuse(
                     name, fmt::format("its parent {} is not a directory", quote_entry_name(dir)));
@@ -744,12 +745,13 @@ private:
         const int target_parent_fd = open_beneath(root_, target_dir, O_RDONLY | O_DIRECTORY);
         if (target_parent_fd < 0) {
             const int err = -target_parent_fd;
-            return refuse_link(err == ENOENT    ? "does not exist"
-                               : err == ENOTDIR ? "lies beneath something not a directory"
-                               : err == EXDEV || err == ELOOP
-                                   ? "lies through a symbolic link that is absolute or leads out "
-                                     "of the image's root"
-                                   : "cannot be opened (" + errno_string(err) + ")");
+            return refuse_link(
+                err == ENOENT    ? "does not exist"
+                : err == ENOTDIR ? "lies beneath something not a directory"
+                : err == EXDEV || err == ELOOP
+                    ? "lies through a symbolic link that is absolute, loops or leads out "
+                      "of the image's root"
+                    : "cannot be opened (" + errno_string(err) + ")");
         }
         const UniqueFd target_parent(target_parent_fd);
         struct stat st {};

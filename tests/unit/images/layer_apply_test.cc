@@ -427,6 +427,26 @@ TEST_F(LayerApplyTest, EntryThroughASymlinkLeadingOutIsRefused) {
     EXPECT_THAT(outside_entries(), IsEmpty());
 }
 
+TEST_F(LayerApplyTest, EntryThroughASymlinkLoopIsRefused) {
+    const Status r = apply({{link("a", "b"), link("b", "a"), file("a/x")}});
+    ASSERT_THAT(r, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(r.error().message, HasSubstr("loops"));
+}
+
+TEST_F(LayerApplyTest, OpaqueMarkerKeepsWhatThisLayerWroteThroughAnInsideSymlink) {
+    ASSERT_THAT(apply({{dir("usr/lib"), link("lib", "usr/lib"), file("usr/lib/old")},
+                       {file("lib/new"), file("usr/lib/.wh..wh..opq")}}),
+                IsOk());
+    EXPECT_FALSE(exists("usr/lib/old"));
+    EXPECT_TRUE(exists("usr/lib/new"));  // written as lib/new: the same inode
+}
+
+TEST_F(LayerApplyTest, EmptyAndLargeFilesKeepTheirSize) {
+    ASSERT_THAT(apply({{file("empty", ""), Entry{.path = "zeros", .zeros = 3 << 20}}}), IsOk());
+    EXPECT_EQ(stat_of("empty")->st_size, 0);
+    EXPECT_EQ(stat_of("zeros")->st_size, 3 << 20);
+}
+
 TEST_F(LayerApplyTest, RelativeSymlinkThatStaysInsideIsFollowed) {
     ASSERT_THAT(apply({{dir("usr/lib"), link("lib", "usr/lib"), link("usr/lib/up", "../..")},
                        {file("lib/libc.so", "elf"), file("usr/lib/up/top", "t")}}),
