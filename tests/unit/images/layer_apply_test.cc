@@ -20,6 +20,7 @@
 
 #include "common/host_dir.h"
 #include "common/unique_fd.h"
+#include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
 #include "tests/testing/sandbox_harness.h"
 
@@ -134,7 +135,7 @@ LayerSource source(const std::string& bytes, std::string name = "test-layer") {
 }
 
 // A temporary directory holding the image's root and, beside it, `outside`: a directory that
-// must stay empty whatever the archive says.
+// must stay empty whatever the archive says. Every test also checks that no descriptor leaks.
 class LayerApplyTest : public ::testing::Test {
 protected:
     LayerApplyTest() {
@@ -142,6 +143,7 @@ protected:
         tmp_.make_dir("outside");
         root_fd_ = UniqueFd(::open(root().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         EXPECT_TRUE(root_fd_.valid());
+        fd_check_.emplace();
     }
 
     [[nodiscard]] std::string root() const { return tmp_.sub("root"); }
@@ -188,6 +190,8 @@ protected:
     testing::TempDir tmp_{"stockade-layer"};
     UniqueFd root_fd_;
     ApplyStats stats_{};
+    // Last: made once the root is open, checked before it closes.
+    std::optional<testing::FdLeakChecker> fd_check_;
 };
 
 // --- plain entries -------------------------------------------------------------------------
