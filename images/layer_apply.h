@@ -14,8 +14,8 @@
 // What is refused (an Error naming the layer and the entry; the CLI maps it to exit 65):
 //   - a name that is empty, holds a NUL byte, a ".." component or an overlong name
 //     (kInvalidArgument);
-//   - an entry whose parent lies through an absolute symlink or one that leads out, or is not a
-//     directory (kInvalidArgument);
+//   - an entry whose parent lies through an absolute symlink, a symlink loop or one that leads
+//     out, or is not a directory (kInvalidArgument);
 //   - a hardlink to a missing target, a directory, or outside the root (kInvalidArgument);
 //   - more uncompressed data than ApplyOptions::max_bytes, or more entries than max_entries
 //     (kResourceExhausted), found while reading, so a gzip bomb stops before it fills the disk.
