@@ -153,7 +153,13 @@ Result<std::string> parse_registry(std::string_view whole, std::string_view doma
                 fmt::format("registry port {} is not a number from 1 to 65535", quote(*port)));
         }
     }
+    // Host names are case-insensitive, so the canonical form writes them in lower case — unless
+    // upper case is all that made this a registry ("Intranet/x"): lower-cased, it would read back
+    // as a Docker Hub repository.
     std::string registry = lower(domain);
+    if (registry.find_first_of(".:") == std::string::npos && registry != "localhost") {
+        registry = std::string(domain);
+    }
     if (registry == "index.docker.io") {
         registry = kDockerHub;
     }

@@ -19,7 +19,9 @@ namespace stockade::images {
 // neither a tag nor a digest is given. With a digest the tag is kept only when it was written;
 // a pull then fetches by digest, and the tag is a label.
 struct Reference {
-    std::string registry;    // lower case: "docker.io", "ghcr.io", "localhost:5000", "[::1]:5000"
+    // "docker.io", "ghcr.io", "localhost:5000", "[::1]:5000": lower case, except a one-label
+    // host written with upper case ("Intranet"), which upper case alone marks as a registry.
+    std::string registry;
     std::string repository;  // "library/debian", "org/team/tool"
     std::optional<std::string> tag{};
     std::optional<Digest> digest{};

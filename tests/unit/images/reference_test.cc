@@ -56,7 +56,8 @@ TEST(ReferenceTest, DetectsTheRegistryLikeDocker) {
     EXPECT_EQ(parse_reference("registry.example.com/x")->registry, "registry.example.com");
     EXPECT_EQ(parse_reference("127.0.0.1:5000/x")->registry, "127.0.0.1:5000");
     EXPECT_EQ(parse_reference("[::1]:5000/x:1")->registry, "[::1]:5000");
-    EXPECT_EQ(parse_reference("Registry/x")->registry, "registry") << "upper case: a host";
+    EXPECT_EQ(parse_reference("Registry/x")->registry, "Registry") << "upper case: a host";
+    EXPECT_EQ(parse_reference("GHCR.io/x")->registry, "ghcr.io");
     EXPECT_EQ(parse_reference("myhost/x")->registry, "docker.io") << "no '.' or ':'";
     EXPECT_EQ(parse_reference("myhost/x")->repository, "myhost/x");
     // Without a '/', "localhost:5000" is a name and a tag.
@@ -70,9 +71,9 @@ TEST(ReferenceTest, AcceptsTheSeparatorsOfTheGrammar) {
 }
 
 TEST(ReferenceTest, CanonicalFormReadsBackTheSame) {
-    for (const std::string& text :
-         std::vector<std::string>{"debian", "a/b:c", "localhost:5000/x@" + kDigest,
-                                  "[::1]:5000/x:1@" + kDigest, "quay.io/a/b/c:d"}) {
+    for (const std::string& text : std::vector<std::string>{
+             "debian", "a/b:c", "localhost:5000/x@" + kDigest, "[::1]:5000/x:1@" + kDigest,
+             "quay.io/a/b/c:d", "Intranet/x", "LOCALHOST/x"}) {
         auto first = parse_reference(text);
         ASSERT_THAT(first, IsOk()) << text;
         auto again = parse_reference(first->str());
