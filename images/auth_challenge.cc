@@ -7,7 +7,7 @@
 namespace stockade::images {
 namespace {
 
-constexpr std::size_t kMaxHeader = 16 * 1024;
+constexpr std::size_t kMaxHeader = std::size_t{16} << 10;
 constexpr std::size_t kMaxChallenges = 16;
 constexpr std::size_t kMaxParams = 32;
 

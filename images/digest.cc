@@ -86,8 +86,11 @@ Digest Digest::from_sha256(const Sha256Digest& digest) {
 }
 
 std::string_view Digest::hex() const noexcept {
-    return text_.empty() ? std::string_view()
-                         : std::string_view(text_).substr(kSha256Prefix.size());
+    if (text_.empty()) {
+        return {};
+    }
+    const std::string_view text = text_;
+    return text.substr(kSha256Prefix.size());
 }
 
 namespace {

@@ -787,7 +787,10 @@ Result<ManifestDocument> parse_manifest_document(std::string_view text,
         return invalid(fmt::format("manifest: mediaType {} disagrees with the Content-Type {}",
                                    quote(declared), quote(header)));
     }
-    std::string_view type = declared.empty() ? header : std::string_view(declared);
+    std::string_view type = header;
+    if (!declared.empty()) {
+        type = declared;
+    }
     if (type.empty()) {
         const bool index_fields = find(doc, "manifests") != nullptr;
         const bool manifest_fields =
@@ -798,7 +801,7 @@ Result<ManifestDocument> parse_manifest_document(std::string_view text,
                 "reads as both an index and a manifest is refused");
         }
         if (!index_fields && !manifest_fields) {
-            return invalid("manifest: no mediaType, and neither \"manifests\" nor \"layers\"");
+            return invalid(R"(manifest: no mediaType, and neither "manifests" nor "layers")");
         }
         type = index_fields ? media_type::kOciIndex : media_type::kOciManifest;
     }
