@@ -74,6 +74,7 @@ struct Descriptor {
     std::optional<Platform> platform{};
     std::vector<std::string> urls{};  // for layers fetched from elsewhere; we never follow them
     std::map<std::string, std::string> annotations{};
+    friend bool operator==(const Descriptor&, const Descriptor&) = default;
 };
 
 // An OCI image index, or a docker manifest list (the same shape).
@@ -81,6 +82,7 @@ struct ImageIndex {
     std::string media_type;  // as the document says; empty when an OCI index omits it
     std::vector<Descriptor> manifests;
     std::map<std::string, std::string> annotations{};
+    friend bool operator==(const ImageIndex&, const ImageIndex&) = default;
 };
 
 // An OCI image manifest, or a docker manifest v2 schema 2 (the same shape). The config's media
@@ -91,6 +93,7 @@ struct ImageManifest {
     Descriptor config;
     std::vector<Descriptor> layers;
     std::map<std::string, std::string> annotations{};
+    friend bool operator==(const ImageManifest&, const ImageManifest&) = default;
 };
 
 enum class LayerCompression { kNone, kGzip, kZstd };
@@ -107,6 +110,7 @@ struct ContainerConfig {
     std::vector<std::string> cmd{};
     std::string working_dir{};
     std::string user{};
+    friend bool operator==(const ContainerConfig&, const ContainerConfig&) = default;
 };
 
 struct ImageConfig {
@@ -114,6 +118,7 @@ struct ImageConfig {
     std::optional<std::string> created{};  // RFC 3339, as written
     std::vector<Digest> diff_ids;          // rootfs.diff_ids: the uncompressed layers, in order
     ContainerConfig config{};
+    friend bool operator==(const ImageConfig&, const ImageConfig&) = default;
 };
 
 // Each parser takes the document's bytes. Errors are kInvalidArgument, or kResourceExhausted
@@ -153,6 +158,7 @@ struct DockerArchiveImage {
     std::string config;                    // "<hex>.json", or "blobs/sha256/<hex>"
     std::vector<std::string> repo_tags{};  // "debian:12"; each a valid reference
     std::vector<std::string> layers;       // "<id>/layer.tar", or "blobs/sha256/<hex>"
+    friend bool operator==(const DockerArchiveImage&, const DockerArchiveImage&) = default;
 };
 Result<std::vector<DockerArchiveImage>> parse_docker_archive_manifest(std::string_view text);
 

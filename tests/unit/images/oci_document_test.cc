@@ -242,8 +242,18 @@ TEST(OciDocumentTest, ReadsADockerConfigWithNulls) {
 TEST(OciDocumentTest, ReadsDockerManifestAndList) {
     auto manifest = parse_image_manifest(kDockerManifest);
     ASSERT_THAT(manifest, IsOk());
-    EXPECT_EQ(manifest->media_type, media_type::kDockerManifest);
-    EXPECT_EQ(manifest->config.media_type, media_type::kDockerConfig);
+    EXPECT_EQ(
+        *manifest,
+        (ImageManifest{
+            .media_type = std::string(media_type::kDockerManifest),
+            .config = {.media_type = std::string(media_type::kDockerConfig),
+                       .digest = digest("sha256:b5b2b2c507a0944348e0303114d8d93aaaa081732b86451d9b"
+                                        "ce1f432a537bc7"),
+                       .size = 1457},
+            .layers = {{.media_type = std::string(media_type::kDockerLayerGzip),
+                        .digest = digest("sha256:9834876dcfb05cb167a5c24953eba58c4ac89b1adf57f28f2"
+                                         "f9d09af107ee8f0"),
+                        .size = 2807}}}));
     EXPECT_EQ(*layer_compression(manifest->layers[0].media_type), LayerCompression::kGzip);
 
     auto list = parse_image_index(kDockerList);
@@ -589,15 +599,15 @@ TEST(OciDocumentTest, ReadsADockerArchiveManifest) {
     auto images = parse_docker_archive_manifest(kDockerArchiveManifest);
     ASSERT_THAT(images, IsOk());
     ASSERT_EQ(images->size(), 2U);
-    EXPECT_EQ((*images)[0].config,
-              "b5b2b2c507a0944348e0303114d8d93aaaa081732b86451d9bce1f432a537bc7.json");
-    EXPECT_THAT((*images)[0].repo_tags,
-                ElementsAre("debian:12", "registry.example.com:5000/team/tool:v1"));
-    EXPECT_THAT((*images)[0].layers,
-                ElementsAre("0123abcd/layer.tar",
-                            "blobs/sha256/"
-                            "9834876dcfb05cb167a5c24953eba58c4ac89b1adf57f28f2f9d09af107ee8f0"));
-    EXPECT_TRUE((*images)[1].repo_tags.empty());
+    EXPECT_EQ(
+        *images,
+        (std::vector<DockerArchiveImage>{
+            {.config = "b5b2b2c507a0944348e0303114d8d93aaaa081732b86451d9bce1f432a537bc7.json",
+             .repo_tags = {"debian:12", "registry.example.com:5000/team/tool:v1"},
+             .layers = {"0123abcd/layer.tar",
+                        "blobs/sha256/"
+                        "9834876dcfb05cb167a5c24953eba58c4ac89b1adf57f28f2f9d09af107ee8f0"}},
+            {.config = "other.json", .repo_tags = {}, .layers = {}}}));
 }
 
 TEST(OciDocumentTest, DockerArchiveRefusalsNameTheField) {
