@@ -1,5 +1,7 @@
 #include "common/crypto.h"
 
+#include <cassert>
+
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -14,6 +16,32 @@ Sha256Digest sha256(std::string_view first, std::string_view second) {
     SHA256_Update(&ctx, first.data(), first.size());
     SHA256_Update(&ctx, second.data(), second.size());
     SHA256_Final(digest.data(), &ctx);
+    return digest;
+}
+
+Sha256Hasher::Sha256Hasher() : ctx_(new SHA256_CTX) {
+    SHA256_Init(ctx_.get());
+}
+
+Sha256Hasher::~Sha256Hasher() = default;
+Sha256Hasher::Sha256Hasher(Sha256Hasher&&) noexcept = default;
+Sha256Hasher& Sha256Hasher::operator=(Sha256Hasher&&) noexcept = default;
+
+void Sha256Hasher::Free::operator()(SHA256state_st* ctx) const noexcept {
+    delete ctx;  // NOLINT(cppcoreguidelines-owning-memory): the unique_ptr's deleter
+}
+
+void Sha256Hasher::update(std::string_view bytes) {
+    assert(ctx_ && "update() after finish() or a move");
+    SHA256_Update(ctx_.get(), bytes.data(), bytes.size());
+    size_ += bytes.size();
+}
+
+Sha256Digest Sha256Hasher::finish() {
+    assert(ctx_ && "finish() twice, or after a move");
+    Sha256Digest digest{};
+    SHA256_Final(digest.data(), ctx_.get());
+    ctx_.reset();
     return digest;
 }
 

@@ -5,9 +5,13 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+struct SHA256state_st;  // OpenSSL's SHA256_CTX, kept out of this header
 
 namespace stockade {
 
@@ -15,6 +19,31 @@ using Sha256Digest = std::array<unsigned char, 32>;
 
 // SHA-256 of `first` followed by `second`.
 Sha256Digest sha256(std::string_view first, std::string_view second = {});
+// SHA-256 fed in pieces, for content too large to hold at once (an image blob as it streams
+// from a registry or an archive). finish() ends it; a finished hasher accepts nothing more.
+class Sha256Hasher {
+public:
+    Sha256Hasher();
+    ~Sha256Hasher();
+    Sha256Hasher(Sha256Hasher&&) noexcept;
+    Sha256Hasher& operator=(Sha256Hasher&&) noexcept;
+    Sha256Hasher(const Sha256Hasher&) = delete;
+    Sha256Hasher& operator=(const Sha256Hasher&) = delete;
+
+    void update(std::string_view bytes);
+    // The digest of everything given to update(). Call it once.
+    Sha256Digest finish();
+    // How many bytes update() has been given.
+    [[nodiscard]] uint64_t size() const noexcept { return size_; }
+
+private:
+    struct Free {
+        void operator()(SHA256state_st* ctx) const noexcept;
+    };
+    std::unique_ptr<SHA256state_st, Free> ctx_;
+    uint64_t size_ = 0;
+};
+
 // Lower-case hex of a digest, and of the SHA-256 of `bytes`.
 std::string hex(const Sha256Digest& digest);
 std::string sha256_hex(std::string_view bytes);

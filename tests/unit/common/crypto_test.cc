@@ -12,6 +12,31 @@ TEST(CryptoTest, Sha256OfKnownInputs) {
     EXPECT_EQ(hex(sha256("ab", "c")), sha256_hex("abc")) << "two parts hash as one";
 }
 
+TEST(CryptoTest, HasherInPiecesEqualsOneShot) {
+    const std::string text = "The quick brown fox jumps over the lazy dog";
+    for (size_t split = 0; split <= text.size(); split += 7) {
+        Sha256Hasher hasher;
+        hasher.update(std::string_view(text).substr(0, split));
+        hasher.update(std::string_view(text).substr(split));
+        EXPECT_EQ(hasher.size(), text.size());
+        EXPECT_EQ(hex(hasher.finish()), sha256_hex(text)) << "split at " << split;
+    }
+    EXPECT_EQ(hex(Sha256Hasher().finish()),
+              "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+TEST(CryptoTest, HasherCrossesBlockBoundariesOneByteAtATime) {
+    // 1,000 bytes: many 64-byte blocks, fed so that no update lines up with one.
+    const std::string text(1000, 'a');
+    Sha256Hasher hasher;
+    for (char c : text) {
+        hasher.update(std::string_view(&c, 1));
+    }
+    Sha256Hasher moved = std::move(hasher);
+    EXPECT_EQ(hex(moved.finish()), sha256_hex(text));
+    EXPECT_EQ(sha256_hex(text), "41edece42d63e8d9bf515a9ba6932e1c20cbc9f5a5d134645adb5db1b9737ea3");
+}
+
 TEST(CryptoTest, HmacSha256OfRfc4231Cases) {
     // RFC 4231 test case 2.
     EXPECT_EQ(hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
