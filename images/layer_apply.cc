@@ -31,6 +31,7 @@
 
 #include "common/syscall.h"
 #include "common/unique_fd.h"
+#include "images/archive_reader.h"
 
 namespace stockade::images {
 namespace {
@@ -43,7 +44,6 @@ constexpr std::string_view kOpaqueMarker = ".wh..wh..opq";
 // Directories deeper than this are not removed (each level holds a descriptor while its
 // contents go): the layer is refused instead.
 constexpr int kMaxRemoveDepth = 512;
-constexpr std::size_t kReadBlock = std::size_t{64} * 1024;
 
 // A byte count as --max-size takes it where it is whole ("8G", "64M"), else in bytes.
 std::string size_text(uint64_t bytes) {
@@ -116,55 +116,6 @@ Result<std::vector<std::string>> list_names(int fd) {
         return errno_error("read a directory", errno);
     }
     return names;
-}
-
-// libarchive's last message for `a`, never null.
-std::string archive_message(archive* a) {
-    const char* text = archive_error_string(a);
-    return text != nullptr ? text : "unknown error";
-}
-
-struct ArchiveDeleter {
-    void operator()(archive* a) const noexcept { (void)archive_read_free(a); }
-};
-using ArchivePtr = std::unique_ptr<archive, ArchiveDeleter>;
-
-// A reader for tar layers, with the filters an image layer may use. Each is built into
-// libarchive (zlib, libzstd, liblzma, libbz2): a filter that would fall back to an external
-// program (ARCHIVE_WARN) is refused, so no archive ever runs one.
-Result<ArchivePtr> open_reader(const LayerSource& layer) {
-    ArchivePtr a(archive_read_new());
-    if (!a) {
-        return Error{Errc::kInternal, "create an archive reader: out of memory"};
-    }
-    struct Filter {
-        const char* name;
-        int (*add)(archive*);
-    };
-    for (const Filter& filter : {Filter{"gzip", archive_read_support_filter_gzip},
-                                 Filter{"zstd", archive_read_support_filter_zstd},
-                                 Filter{"xz", archive_read_support_filter_xz},
-                                 Filter{"bzip2", archive_read_support_filter_bzip2}}) {
-        if (filter.add(a.get()) != ARCHIVE_OK) {
-            return Error{Errc::kUnavailable,
-                         fmt::format("libarchive {} cannot read {} itself: install a libarchive "
-                                     "built with it",
-                                     archive_version_number(), filter.name)};
-        }
-    }
-    // An empty layer (no bytes at all) is a layer with no entries.
-    if (archive_read_support_format_tar(a.get()) != ARCHIVE_OK ||
-        archive_read_support_format_empty(a.get()) != ARCHIVE_OK) {
-        return Error{Errc::kInternal, "set up the archive reader: " + archive_message(a.get())};
-    }
-    const int r = layer.fd >= 0
-                      ? archive_read_open_fd(a.get(), layer.fd, kReadBlock)
-                      : archive_read_open_memory(a.get(), layer.bytes.data(), layer.bytes.size());
-    if (r != ARCHIVE_OK) {
-        return Error{Errc::kInvalidArgument,
-                     fmt::format("open the archive: {}", archive_message(a.get()))};
-    }
-    return a;
 }
 
 // Writes one layer. Holds what only this layer needs: which inodes it wrote, for whiteouts.
