@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "images/image.h"
+#include "images/stored_image.h"
 
 namespace stockade::images {
 namespace {
@@ -105,8 +106,12 @@ Result<Image> load_image(std::string_view name) {
 }
 
 void add_image(const Image& image, sandbox::SandboxSpec& spec) {
-    spec.binds.insert(spec.binds.end(), image.binds.begin(), image.binds.end());
-    spec.symlinks.insert(spec.symlinks.end(), image.symlinks.begin(), image.symlinks.end());
+    if (image.stored()) {
+        add_stored_tree(*image.tree, spec);
+    } else {
+        spec.binds.insert(spec.binds.begin(), image.binds.begin(), image.binds.end());
+        spec.symlinks.insert(spec.symlinks.end(), image.symlinks.begin(), image.symlinks.end());
+    }
     const std::string home = "/tmp";
     spec.files.push_back({"/etc/passwd", make_passwd(spec.identity, home), 0644});
     spec.files.push_back({"/etc/group", make_group(spec.identity), 0644});

@@ -2,7 +2,10 @@
 // from the host: /usr and the /lib* and /bin trees bound read-only, and a minimal /etc — a
 // generated passwd, group, hosts and hostname, plus the few host files programs need to run
 // (dynamic loader cache, certificates, resolver, alternatives). Never /etc/shadow, /root,
-// /home, /var or /run. Built rootfs images are recipes here, never committed trees.
+// /home, /var or /run. Every other image is a tree of the image store (store.h): its top-level
+// directories bound read-only, its symlinks copied, and the same generated files over its own
+// /etc/passwd, group, hosts and hostname; the host's resolver configuration over its
+// resolv.conf. A stored image needs a mount namespace: at level landlock it cannot be used.
 #pragma once
 
 #include <string>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "images/store.h"
 #include "sandbox/spec.h"
 
 namespace stockade::images {
@@ -28,6 +32,11 @@ struct Image {
     std::vector<sandbox::Bind> binds{};  // read-only, each optional (skipped when missing)
     std::vector<sandbox::Symlink> symlinks{};
     std::vector<std::string> readable_paths{};  // image_readable_paths(name)
+    // A stored image: its tree, held open (and from `gc`) for as long as a copy of this Image
+    // lives. Empty for the host image.
+    std::optional<HeldTree> tree{};
+
+    [[nodiscard]] bool stored() const noexcept { return tree.has_value(); }
 };
 
 // Reads what the image needs of the host (for `host`: which root trees are directories and
@@ -35,8 +44,14 @@ struct Image {
 // known ones (kNotFound).
 Result<Image> load_image(std::string_view name);
 
+// An image of the store: `ref` is NAME, NAME@sha256:… or sha256:… (ImageStore::find).
+Result<Image> load_stored_image(const ImageStore& store, std::string_view ref);
+
 // Adds the image's binds, symlinks and generated files to `spec` (identity and hostname must
-// already be set: passwd and hosts are generated from them). Pure.
+// already be set: passwd and hosts are generated from them), ahead of the binds already there.
+// A stored image's top-level directories are bound whole, except one that holds the target of
+// a bind already in the spec (a workspace under /home): that one is made of its entries, bound
+// one by one, so that the bind finds its mount point. Reads the tree's top levels.
 void add_image(const Image& image, sandbox::SandboxSpec& spec);
 
 // load_image, then add_image.

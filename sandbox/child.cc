@@ -175,6 +175,11 @@ int make_mount_point(const char* path, bool is_dir) noexcept {
     if (is_dir) {
         return 0;
     }
+    // A file already there (an image's own, in its read-only tree) is its own mount point.
+    struct stat st {};
+    if (::lstat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        return 0;
+    }
     int fd = ::open(path, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) {
         return errno;
@@ -299,6 +304,68 @@ int make_mask_fs(ChildPlan& plan) noexcept {
     ::close(file);
     plan.mask_fs_fd = mnt;
     return 0;
+}
+
+// A generated file (kFile) over a file that already exists in the root — an image's own
+// /etc/passwd inside its read-only /etc — which cannot be replaced in place: the content is
+// written to a file of a private tmpfs (made on the first such file, never mounted anywhere
+// but over its targets), and that file is bound read-only over the target. Closes `target`.
+int write_over(ChildPlan& plan, const MountOp& op, int target) noexcept {
+    struct stat st {};
+    int err = ::fstat(target, &st) != 0 ? errno : (S_ISREG(st.st_mode) ? 0 : EEXIST);
+    if (err == 0 && plan.generated_fs_fd < 0) {
+        // SAFETY: the new mount API, plain syscalls with constant strings.
+        const int fs = static_cast<int>(::syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC));
+        if (fs < 0) {
+            err = errno;
+        } else {
+            if (::syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "size", "1m", 0) != 0 ||
+                ::syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "nr_inodes", "64", 0) != 0 ||
+                ::syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "mode", "0755", 0) != 0 ||
+                ::syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+                err = errno;
+            } else {
+                const int mnt = static_cast<int>(
+                    ::syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC,
+                              MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+                err = mnt < 0 ? errno : 0;
+                plan.generated_fs_fd = mnt;
+            }
+            ::close(fs);
+        }
+    }
+    char name[32] = "file-";
+    size_t len = 5;
+    for (unsigned n = plan.generated_files++;; n /= 10) {
+        name[len++] = static_cast<char>('0' + n % 10);
+        if (n < 10) {
+            break;
+        }
+    }
+    name[len] = '\0';
+    if (err == 0) {
+        const int fd = ::openat(plan.generated_fs_fd, name,
+                                O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW,
+                                static_cast<mode_t>(op.mode));
+        if (fd < 0) {
+            err = errno;
+        } else {
+            err = write_all_fd(fd, op.data.data(), op.data.size());
+            ::close(fd);
+        }
+    }
+    int tree = err == 0 ? clone_tree(plan.generated_fs_fd, name, 0) : -err;
+    if (tree < 0) {
+        err = -tree;
+    } else if ((err = set_mount_attrs(tree, "", AT_EMPTY_PATH,
+                                      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                          MOUNT_ATTR_NOEXEC)) != 0) {
+        ::close(tree);
+    } else {
+        err = attach_over(tree, target);
+    }
+    ::close(target);
+    return err;
 }
 
 // kPin, kReadOnlyPath, kMaskPath.
@@ -456,6 +523,15 @@ int run_mount_op(ChildPlan& plan, const MountOp& op, const char* staged) noexcep
         case MountOpKind::kMaskPath:
             return run_policy_op(plan, op);
         case MountOpKind::kFile: {
+            // A file the image already has (an image's own /etc/passwd, in a read-only bind):
+            // covered by the generated one, written on a private tmpfs.
+            int existing = -1;
+            if (int err = open_policy_target(plan, op, &existing); err != 0) {
+                return err;
+            }
+            if (existing >= 0) {
+                return write_over(plan, op, existing);
+            }
             if (int err = make_parents(staged, false); err != 0) {
                 return err;
             }
@@ -538,6 +614,10 @@ void assemble_root(ChildPlan& plan) noexcept {
     if (plan.mask_fs_fd >= 0) {
         ::close(plan.mask_fs_fd);
         plan.mask_fs_fd = -1;
+    }
+    if (plan.generated_fs_fd >= 0) {
+        ::close(plan.generated_fs_fd);
+        plan.generated_fs_fd = -1;
     }
     if (int err = set_mount_attrs(AT_FDCWD, plan.staging.c_str(), 0,
                                   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);

@@ -110,8 +110,10 @@ struct ChildPlan {
     std::vector<std::string> staged;  // per op: "<staging>/<target>"
     std::string staging;              // where the new root is assembled
     std::string staged_dev_null;      // "<staging>/dev/null", the mask source
-    int staging_fd = -1;  // scratch: the root tmpfs, where policy paths are resolved beneath
-    int mask_fs_fd = -1;  // scratch: a private tmpfs holding the empty file and directory
+    int staging_fd = -1;       // scratch: the root tmpfs, where policy paths are resolved beneath
+    int mask_fs_fd = -1;       // scratch: a private tmpfs holding the empty file and directory
+    int generated_fs_fd = -1;  // scratch: a private tmpfs holding generated files that
+    unsigned generated_files = 0;  // cover an image's own (kFile over an existing file)
 
     std::vector<char*> argv;  // NULL-terminated, pointing into the strings below
     std::vector<char*> envp;

@@ -19,7 +19,7 @@ enum class MountOpKind {
     kMask,      // bind /dev/null over a file, or an empty read-only tmpfs over a directory
     kReadOnly,  // make an existing mount point (and everything below it) read-only
     kSymlink,   // symlink(`data`, `target`)
-    kFile,      // write `data` to a new file `target` (mode `mode`)
+    kFile,      // write `data` to a new file `target` (mode `mode`), or over an existing one
     // The spec's masked_paths and read_only_paths, after every bind. `target` is reached
     // without following any symlink (a symlink fails the launch); a missing target is skipped.
     kPin,           // a directory becomes a mount point of its own (same flags): no rename/rmdir

@@ -15,8 +15,10 @@
 
 #include "common/syscall.h"
 #include "images/image.h"
+#include "images/store.h"
 #include "policy/preset.h"
 #include "runner/cli/exit_codes.h"
+#include "runner/cli/image_command.h"
 #include "runner/cli/run_command.h"
 #include "runner/host/tenant_doctor.h"
 #include "runner/host/tenants.h"
@@ -251,6 +253,26 @@ int doctor_command() {
         hidden_path_dirs_hint(hidden_path_dirs(path == nullptr ? "" : path, visible));
     fmt::print("{}",
                hint.empty() ? "toolchains: every directory of your PATH is in the image\n" : hint);
+    // The image store and what it holds.
+    const std::string store_dir = image_store_dir("");
+    if (auto store = images::ImageStore::open(store_dir, false)) {
+        auto listed = store->list();
+        const std::vector<images::StoredImage> stored =
+            listed ? std::move(listed).value() : std::vector<images::StoredImage>{};
+        fmt::print("images: store {} holds {} image{}{}\n", store->dir().path(), stored.size(),
+                   stored.size() == 1 ? "" : "s",
+                   level == Isolation::kFull || level == Isolation::kNamespaces
+                       ? ""
+                       : " (unusable here: an image needs isolation full or namespaces)");
+        for (const images::StoredImage& image : stored) {
+            fmt::print("images:   {} {} {}\n", image.name, image.digest.str(), image.os_release);
+        }
+    } else {
+        fmt::print(
+            "images: no store at {} (only the host image; `stockade image import` makes "
+            "one)\n",
+            store_dir);
+    }
     // What a session here would be warned of, with the settings files it would read: a Read
     // deny rule whose files git tracks cannot hide their committed contents.
     std::vector<std::string> ignored;

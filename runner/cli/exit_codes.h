@@ -4,6 +4,8 @@
 namespace stockade::runner {
 
 inline constexpr int kExitUsage = 2;          // a flag or argument is wrong: the message says which
+inline constexpr int kExitDataError = 65;     // image import|pull: the image was refused (sysexits)
+inline constexpr int kExitNoInput = 66;       // image import: the file or directory is not there
 inline constexpr int kExitUnavailable = 77;   // the isolation level asked for is not available
 inline constexpr int kExitTimeout = 124;      // run --timeout expired; the sandbox was killed
 inline constexpr int kExitSetupFailed = 125;  // stockade itself could not build the sandbox

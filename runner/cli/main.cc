@@ -12,6 +12,7 @@
 #include "runner/cli/doctor_command.h"
 #include "runner/cli/exit_codes.h"
 #include "runner/cli/http_serve.h"
+#include "runner/cli/image_command.h"
 #include "runner/cli/policy_command.h"
 #include "runner/cli/run_command.h"
 #include "runner/cli/serve_command.h"
@@ -32,6 +33,17 @@ void add_mount_options(CLI::App& app, stockade::runner::RunOptions& o) {
     app.add_option("--env", o.env,
                    "Pass NAME from this environment, or set NAME=VALUE (repeatable; everything "
                    "else is dropped)");
+}
+
+// --image and --image-store, for run, serve and call alike.
+void add_image_options(CLI::App& app, stockade::runner::RunOptions& o) {
+    app.add_option("--image", o.image,
+                   "The sandbox's root: host (the host's /usr, read-only), or an image of the "
+                   "store, NAME or NAME@sha256:… (see `stockade image list`)")
+        ->capture_default_str();
+    app.add_option("--image-store", o.image_store,
+                   "The image store (default: $STOCKADE_IMAGE_STORE, else the state "
+                   "directory's images/)");
 }
 
 // --network and --resolve, for run, serve and call alike.
@@ -89,8 +101,7 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
                    "Kill the sandbox after this long, e.g. 30 or 1.5m (exit status 124)");
     run.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
         ->capture_default_str();
-    run.add_option("--image", o.image, "Root image (see `stockade image list`)")
-        ->capture_default_str();
+    add_image_options(run, o);
     run.add_option("--cwd", o.cwd, "Working directory inside the sandbox");
     run.add_option("--host-uid", o.host_uid,
                    "Root callers: host uid the sandbox user maps to (default 1879048192)");
@@ -106,6 +117,7 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
 
 void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
     add_network_options(app, o);
+    add_image_options(app, o);
     app.add_option("--isolation", o.isolation, "auto, full, namespaces, landlock or none")
         ->capture_default_str();
     app.add_option("--memory", o.memory, "Memory limit of the session's sandbox, e.g. 2G");
@@ -277,6 +289,47 @@ int main(int argc, char** argv) {
     sessions_kill->add_option("ids", sessions_options.ids, "The ids of the sessions to end")
         ->required();
 
+    CLI::App* image = app.add_subcommand(
+        "image", "The image store: import images, list, inspect and remove them (docs/images.md)");
+    image->require_subcommand(1);
+    stockade::runner::ImageOptions image_options;
+    CLI::App* image_import = image->add_subcommand(
+        "import",
+        "Import an OCI image layout (a directory or a tar of one), a docker-archive tar or a "
+        "root file system tar: stockade image import FILE|DIR --name NAME");
+    image_import
+        ->add_option("input", image_options.input,
+                     "The file or directory (DIR:REF "
+                     "picks one image of a layout)")
+        ->required();
+    image_import->add_option("--name", image_options.name,
+                             "The image's name in the store, e.g. debian:12");
+    image_import->add_option("--max-size", image_options.max_size,
+                             "Refuse an image holding more than this uncompressed, e.g. 64M "
+                             "or 8G (default 8G)");
+    image_import->add_option("--max-entries", image_options.max_entries,
+                             "Refuse an image with more archive entries than this (default "
+                             "1000000)");
+    image_import->add_flag("--json", image_options.json, "Print the imported image as JSON");
+    CLI::App* image_list = image->add_subcommand("list", "List the images");
+    image_list->add_flag("--json", image_options.json,
+                         "Print a JSON array of {name, digest, size, entries, source, created, "
+                         "os_release}");
+    CLI::App* image_inspect = image->add_subcommand("inspect", "Show one image");
+    image_inspect->add_option("name", image_options.name, "NAME, NAME@sha256:… or sha256:…")
+        ->required();
+    image_inspect->add_flag("--json", image_options.json, "Print it as a JSON object");
+    CLI::App* image_rm = image->add_subcommand("rm", "Remove an image's name");
+    image_rm->add_option("name", image_options.name, "NAME")->required();
+    CLI::App* image_gc = image->add_subcommand(
+        "gc", "Delete the trees and blobs no name points at and no running session uses");
+    image_gc->add_flag("--json", image_options.json, "Print what was removed as JSON");
+    for (CLI::App* verb : {image_import, image_list, image_inspect, image_rm, image_gc}) {
+        verb->add_option("--image-store", image_options.store,
+                         "The image store (default: $STOCKADE_IMAGE_STORE, else the state "
+                         "directory's images/)");
+    }
+
     CLI::App* policy = app.add_subcommand("policy", "Check settings files; explain a decision");
     policy->require_subcommand(1);
     stockade::runner::PolicyCheckOptions check_options;
@@ -313,8 +366,9 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::string where = "stockade";
-        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token, sessions,
-                               sessions_list, sessions_kill}) {
+        for (CLI::App* verb :
+             {run, doctor, serve, call, policy, check, explain, token, sessions, sessions_list,
+              sessions_kill, image, image_import, image_list, image_inspect, image_rm, image_gc}) {
             if (verb->parsed()) {
                 where += " " + verb->get_name();
             }
@@ -347,6 +401,21 @@ int main(int argc, char** argv) {
     }
     if (sessions_kill->parsed()) {
         return stockade::runner::sessions_kill_command(sessions_options);
+    }
+    if (image_import->parsed()) {
+        return stockade::runner::image_import_command(image_options);
+    }
+    if (image_list->parsed()) {
+        return stockade::runner::image_list_command(image_options);
+    }
+    if (image_inspect->parsed()) {
+        return stockade::runner::image_inspect_command(image_options);
+    }
+    if (image_rm->parsed()) {
+        return stockade::runner::image_rm_command(image_options);
+    }
+    if (image_gc->parsed()) {
+        return stockade::runner::image_gc_command(image_options);
     }
     if (check->parsed()) {
         return stockade::runner::policy_check_command(check_options);

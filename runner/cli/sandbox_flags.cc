@@ -13,6 +13,7 @@
 #include "common/syscall.h"
 #include "images/image.h"
 #include "policy/network_preset.h"
+#include "runner/cli/image_command.h"
 
 namespace stockade::runner {
 namespace {
@@ -66,6 +67,25 @@ bool valid_env_name(std::string_view name) {
         }
     }
     return true;
+}
+
+// --image: the host image, or one of the store (held for as long as the config lives).
+Result<images::Image> load_flagged_image(const RunOptions& flags) {
+    if (flags.image.empty() || flags.image == "host") {
+        return images::load_image("host");
+    }
+    const std::string dir = image_store_dir(flags.image_store);
+    auto store = images::ImageStore::open(dir, false);
+    if (!store && store.error().code == Errc::kNotFound) {
+        return Error{Errc::kNotFound,
+                     fmt::format("no image \"{}\": there is no image store at {} yet, so only "
+                                 "the host image is known; `stockade image import` adds images",
+                                 flags.image, dir)};
+    }
+    if (!store) {
+        return std::move(store).error();
+    }
+    return images::load_stored_image(*store, flags.image);
 }
 
 }  // namespace
@@ -220,7 +240,7 @@ Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerCon
     }
     config.host_uid = flags.host_uid;
     config.host_gid = flags.host_gid;
-    auto image = images::load_image(flags.image);
+    auto image = load_flagged_image(flags);
     if (!image) {
         return usage(fmt::format("--image: {}", image.error().message));
     }

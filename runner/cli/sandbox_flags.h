@@ -58,7 +58,8 @@ struct RunOptions {
     std::string tmp_size;
     std::string timeout;
     std::string isolation = "auto";
-    std::string image = "host";
+    std::string image = "host";  // "host", or NAME[@sha256:…] / sha256:… of the image store
+    std::string image_store;     // --image-store; empty: image_store_dir's default
     std::string cwd;
     std::optional<uint32_t> host_uid;
     std::optional<uint32_t> host_gid;

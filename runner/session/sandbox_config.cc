@@ -200,13 +200,12 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         spec.identity.host_gid = config.workspace_gid;
     }
 
-    // The root: the image, then the workspace and the binds at their own paths.
+    // The root: the workspace and the binds at their own paths, then the image around them.
     if (!config.workspace.valid()) {
         return Error{Errc::kInvalidArgument, "no workspace directory was opened for the sandbox"};
     }
     const std::string& workspace = config.workspace.path();
     spec.writable_paths = {workspace, "/tmp", "/dev/shm"};
-    images::add_image(config.image, spec);
     spec.binds.push_back(sandbox::Bind{.source = workspace,
                                        .target = workspace,
                                        .writable = true,
@@ -232,6 +231,8 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         readable.push_back(spill);
         mounted.push_back(spill);
     }
+    // The image goes ahead of those binds, made around their mount points (add_image).
+    images::add_image(config.image, spec);
     if (level == Isolation::kLandlock) {
         spec.readable_paths = std::move(readable);
     }

@@ -241,7 +241,12 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         size_t restored = session->replay_stamps(next_process);
         session->log_->record("SessionResumed", {{"stamps", restored}}, true);
     } else {
-        session->log_->record("SessionStarted", {{"workspace", session->workspace_.path()}}, true);
+        nlohmann::json started{{"workspace", session->workspace_.path()},
+                               {"image", worker.image.name}};
+        if (worker.image.stored()) {
+            started["image_digest"] = worker.image.tree->digest.str();
+        }
+        session->log_->record("SessionStarted", std::move(started), true);
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "common/log.h"
 #include "runner/session/isolation.h"
 
@@ -29,6 +31,19 @@ Result<StartedSandbox> start_sandbox(const SandboxConfig& config, const CallerCo
         return fail(StartStage::kIsolation, std::move(resolved).error());
     }
     for (;;) {
+        // An image of the store is a root of its own: without a mount namespace there is only
+        // the host's, and falling back to it silently would run on the wrong system.
+        if (config.image.stored() && resolved->level != Isolation::kFull &&
+            resolved->level != Isolation::kNamespaces) {
+            return fail(
+                StartStage::kIsolation,
+                Error{Errc::kUnavailable,
+                      fmt::format("--image {} needs a mount namespace (isolation full or "
+                                  "namespaces), and this sandbox gets {}: {}",
+                                  config.image.name, sandbox::isolation_name(resolved->level),
+                                  resolved->shortfall.empty() ? "use --isolation full or namespaces"
+                                                              : resolved->shortfall)});
+        }
         // 2. The spec.
         auto built = make_sandbox_spec(config, caller, resolved->level);
         if (!built) {

@@ -126,7 +126,11 @@ TEST_F(BuildRunSpecTest, BadInputIsAOneLineUsageErrorNamingTheFix) {
         {[](RunOptions& o) { o.network = "bridge"; }, "use none, allowlist or host"},
         {[](RunOptions& o) { o.isolation = "max"; }, "use auto, full"},
         {[](RunOptions& o) { o.env = {"BAD-NAME=1"}; }, "not a variable name"},
-        {[](RunOptions& o) { o.image = "alpine"; }, "known images"},
+        {[](RunOptions& o) {
+             o.image = "alpine";
+             o.image_store = "/nonexistent/store";
+         },
+         "no image \"alpine\""},
         {[](RunOptions& o) { o.command.clear(); }, "put it after --"},
         {[](RunOptions& o) { o.workspace = "/"; }, "refusing to use /"},
     };

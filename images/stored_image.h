@@ -1,0 +1,13 @@
+// A stored image's tree as binds of a sandbox's root. Internal to images/ (image.h's
+// add_image is the way in).
+#pragma once
+
+#include "images/store.h"
+#include "sandbox/spec.h"
+
+namespace stockade::images {
+
+// See add_image in image.h.
+void add_stored_tree(const HeldTree& tree, sandbox::SandboxSpec& spec);
+
+}  // namespace stockade::images
