@@ -22,6 +22,7 @@
 #include "common/parse.h"
 #include "common/version.h"
 #include "runner/cli/exit_codes.h"
+#include "runner/cli/image_command.h"
 #include "runner/cli/serve_command.h"
 #include "runner/host/tenant_backend.h"
 #include "runner/mcp/http_server.h"
@@ -166,12 +167,14 @@ int http_serve_command(const ServeOptions& options) {
     if (!base) {
         return fail(base.error().message, kExitUsage);
     }
-    auto opened = TenantBackend::open(HostConfig{.tenants = std::move(config),
-                                                 .state = std::move(state).value(),
-                                                 .admin = std::move(admin),
-                                                 .base = std::move(base).value(),
-                                                 .from_file = !options.tenants.empty(),
-                                                 .no_auth = options.no_auth});
+    auto opened = TenantBackend::open(
+        HostConfig{.tenants = std::move(config),
+                   .state = std::move(state).value(),
+                   .admin = std::move(admin),
+                   .base = std::move(base).value(),
+                   .from_file = !options.tenants.empty(),
+                   .no_auth = options.no_auth,
+                   .image_store = image_store_dir(options.sandbox.image_store)});
     if (!opened) {
         return fail(opened.error().message,
                     opened.error().code == Errc::kInvalidArgument ? kExitUsage : kExitSetupFailed);

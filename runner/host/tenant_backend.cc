@@ -64,6 +64,29 @@ Result<std::unique_ptr<TenantBackend>> TenantBackend::open(HostConfig config) {
         backend->tenants_.push_back(std::move(served));
     }
     RETURN_IF_ERROR(check_roots_apart(backend->places_, {c.state.path()}));
+    // Every image a tenant names must be in the store now: a missing one is the operator's to
+    // fix before any client meets it.
+    for (const Tenant& tenant : c.tenants.tenants) {
+        for (const std::string& ref : tenant.images) {
+            if (ref == "host") {
+                continue;
+            }
+            if (!backend->image_store_) {
+                auto store = images::ImageStore::open(c.image_store, false);
+                if (!store) {
+                    return Error{Errc::kInvalidArgument,
+                                 fmt::format("tenant {}: image {}: {}", tenant.name, ref,
+                                             store.error().message)};
+                }
+                backend->image_store_.emplace(std::move(store).value());
+            }
+            if (auto found = backend->image_store_->find(ref); !found) {
+                return Error{Errc::kInvalidArgument,
+                             fmt::format("tenant {}: image {}: {}", tenant.name, ref,
+                                         found.error().message)};
+            }
+        }
+    }
     // Each tenant's state directory (beneath the state directory, by descriptor), its disk pool
     // (what its sessions' tool output may hold together, ended sessions' included: they are
     // pruned, oldest first, when the pool needs room, and at this start) and its meters.
@@ -140,6 +163,47 @@ Result<SessionConfig> TenantBackend::session_config(const ServedTenant& served,
     return config;
 }
 
+Result<images::Image> TenantBackend::session_image(const ServedTenant& tenant,
+                                                   const std::string& ref) const {
+    const images::Image& base = config_.base.sandbox.image;
+    const std::vector<std::string>& allowed = tenant.config.images;
+    if (allowed.empty()) {
+        if (!ref.empty() && ref != base.name) {
+            return Error{Errc::kInvalidArgument,
+                         fmt::format("Stockade-Image \"{}\": this server's sessions run on "
+                                     "image {}; leave the header out",
+                                     ref, base.name)};
+        }
+        return base;
+    }
+    const std::string& wanted = ref.empty() ? allowed.front() : ref;
+    if (std::find(allowed.begin(), allowed.end(), wanted) == allowed.end()) {
+        std::string listed;
+        for (const std::string& name : allowed) {
+            listed += (listed.empty() ? "" : ", ") + name;
+        }
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("Stockade-Image \"{}\": not an image of this tenant; it may "
+                                 "use {}",
+                                 wanted, listed)};
+    }
+    if (wanted == "host") {
+        return images::load_image("host");
+    }
+    if (!image_store_) {
+        return Error{Errc::kUnavailable, "the image store is not open"};
+    }
+    auto image = images::load_stored_image(*image_store_, wanted);
+    if (!image) {
+        // The operator removed it since the start: theirs to fix, not the client's.
+        return Error{Errc::kUnavailable,
+                     fmt::format("image {} is no longer in the server's store; ask the operator "
+                                 "to import it again",
+                                 wanted)};
+    }
+    return image;
+}
+
 Result<HostDir> TenantBackend::tenant_workspace(const ServedTenant& tenant,
                                                 const std::string& name) const {
     DirCreation creation{.mode = 0750};
@@ -190,16 +254,23 @@ bool TenantBackend::is_admin(const std::optional<std::string>& token) {
 
 Result<std::unique_ptr<mcp::ToolHost>> TenantBackend::open_session(
     const mcp::HttpTenant& http_tenant, const std::string& session_id,
-    const std::string& workspace) {
+    const mcp::SessionRequest& request) {
     // authenticate() hands out only ServedTenants.
     const auto& tenant = static_cast<const ServedTenant&>(http_tenant);
-    ASSIGN_OR_RETURN(HostDir dir, tenant_workspace(tenant, workspace));
+    ASSIGN_OR_RETURN(images::Image image, session_image(tenant, request.image));
+    ASSIGN_OR_RETURN(HostDir dir, tenant_workspace(tenant, request.workspace));
     const std::string path = dir.path();
     ASSIGN_OR_RETURN(SessionConfig config, session_config(tenant, std::move(dir)));
+    const std::string digest = image.stored() ? image.tree->digest.str() : "-";
+    config.sandbox.image = std::move(image);
+    const std::string image_name = config.sandbox.image.name;
     ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(std::move(config)));
     RETURN_IF_ERROR(session->start_worker());
-    SPDLOG_LOGGER_INFO(log::get("runner"), "session opened tenant={} session={} id={} workspace={}",
-                       tenant.name, session_id.substr(0, 12), session->paths().id, path);
+    SPDLOG_LOGGER_INFO(log::get("runner"),
+                       "session opened tenant={} session={} id={} workspace={} image={} "
+                       "digest={}",
+                       tenant.name, session_id.substr(0, 12), session->paths().id, path, image_name,
+                       digest);
     return std::unique_ptr<mcp::ToolHost>(std::move(session));
 }
 

@@ -18,6 +18,8 @@
 #include "common/crypto.h"
 #include "common/host_dir.h"
 #include "common/result.h"
+#include "images/image.h"
+#include "images/store.h"
 #include "runner/host/tenant_roots.h"
 #include "runner/host/tenants.h"
 #include "runner/mcp/http_server.h"
@@ -44,6 +46,8 @@ struct HostConfig {
     SessionConfig base{};
     bool from_file = false;  // --tenants; else the one default tenant of the command line
     bool no_auth = false;    // --no-auth: every request is the (one) tenant's
+    // The image store tenants' "image" names are looked up in (serve's --image-store).
+    std::string image_store{};
 };
 
 class TenantBackend final : public mcp::HttpBackend {
@@ -60,6 +64,11 @@ public:
     // open_session starts it. Errors are kInvalidArgument.
     [[nodiscard]] Result<SessionConfig> session_config(const ServedTenant& tenant,
                                                        HostDir workspace) const;
+    // The image of a session of `tenant` that asked for `ref` (Stockade-Image; empty: the
+    // tenant's first, else serve's --image). One the tenant does not list is refused
+    // (kInvalidArgument, naming those it does).
+    [[nodiscard]] Result<images::Image> session_image(const ServedTenant& tenant,
+                                                      const std::string& ref) const;
     // The workspace of a session of `tenant` that asked for `name` (Stockade-Workspace):
     // resolved beneath its root by descriptor, apart from every other root and the server's
     // state, and owned by the tenant when serve runs as root with a tenants file.
@@ -68,9 +77,9 @@ public:
 
     const mcp::HttpTenant* authenticate(const std::optional<std::string>& token) override;
     bool is_admin(const std::optional<std::string>& token) override;
-    Result<std::unique_ptr<mcp::ToolHost>> open_session(const mcp::HttpTenant& tenant,
-                                                        const std::string& session_id,
-                                                        const std::string& workspace) override;
+    Result<std::unique_ptr<mcp::ToolHost>> open_session(
+        const mcp::HttpTenant& tenant, const std::string& session_id,
+        const mcp::SessionRequest& request) override;
     std::vector<mcp::TenantUsage> usage() override;
 
 private:
@@ -81,6 +90,8 @@ private:
     std::vector<TenantRoot> places_;     // their roots' real paths, for check_workspace_apart
     // Root with a tenants file: roots and session workspaces belong to the tenants' uids.
     bool owned_by_tenants_ = false;
+    // Opened at start when a tenant names images.
+    std::optional<images::ImageStore> image_store_;
 };
 
 }  // namespace stockade::runner

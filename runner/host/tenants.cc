@@ -25,6 +25,7 @@
 #include "common/json_depth.h"
 #include "common/parse.h"
 #include "common/syscall.h"
+#include "images/store.h"
 #include "runner/session/host_ids.h"
 #include "runner/session/sandbox_config.h"
 
@@ -37,7 +38,7 @@ using Keys = std::span<const std::string_view>;
 constexpr std::string_view kTopKeys[] = {"tenants"};
 constexpr std::string_view kTenantKeys[] = {
     "name",  "token_sha256", "workspace_root", "host_uid_range", "policy", "network",
-    "allow", "ask",          "deny",           "limits"};
+    "allow", "ask",          "deny",           "limits",         "image"};
 constexpr std::string_view kLimitKeys[] = {"sessions", "calls",    "calls_per_second", "memory",
                                            "pids",     "cpu",      "cpu_weight",       "tmp_size",
                                            "disk",     "idle_ttl", "max_lifetime"};
@@ -450,6 +451,19 @@ Result<Tenant> parse_tenant(const json& value, std::size_t index) {
         return fields.error("network", fmt::format("{} is not a mode: use \"none\" or "
                                                    "\"allowlist\"",
                                                    as_literal(network)));
+    }
+    // "image": one image, or the list of those its sessions may choose (Stockade-Image), the
+    // first the default.
+    if (const json* image = value.find("image") != value.end() ? &value.at("image") : nullptr;
+        image != nullptr && image->is_string()) {
+        RETURN_IF_ERROR(fields.text("image", tenant.images.emplace_back()));
+    } else {
+        RETURN_IF_ERROR(fields.texts("image", tenant.images));
+    }
+    for (const std::string& ref : tenant.images) {
+        if (auto checked = images::check_image_ref(ref); !checked) {
+            return fields.error("image", checked.error().message);
+        }
     }
     RETURN_IF_ERROR(fields.texts("allow", tenant.allow));
     RETURN_IF_ERROR(fields.texts("ask", tenant.ask));

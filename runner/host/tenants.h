@@ -6,6 +6,7 @@
 //                 "workspace_root": "/srv/stockade/acme", "host_uid_range": "300000-365535",
 //                 "policy": "/etc/stockade/acme.json", "network": "none",
 //                 "allow": ["Bash(git *)"], "ask": [], "deny": [],
+//                 "image": ["debian:12", "python:3.12"],
 //                 "limits": {"sessions": 16, "calls": 4, "calls_per_second": 20,
 //                            "memory": "1G", "pids": "256", "cpu": "1", "cpu_weight": 100,
 //                            "tmp_size": "256M",
@@ -68,6 +69,10 @@ struct Tenant {
     sandbox::NetworkMode network = sandbox::NetworkMode::kNone;  // "none" or "allowlist"
     // Extra permission rules, as the CLI's --allow/--ask/--deny (not parsed here).
     std::vector<std::string> allow, ask, deny;
+    // "image": the images of the server's store its sessions may run on ("debian:12",
+    // "tools@sha256:…", "host"), the first by default, another chosen with Stockade-Image on
+    // initialize; empty: serve's --image.
+    std::vector<std::string> images;
     TenantLimits limits;
 
     bool operator==(const Tenant&) const = default;

@@ -548,9 +548,13 @@ private:
                 HttpResponse reply = shutting_down(rpc);
                 co_return co_await write(stream, std::move(reply), request);
             }
-            auto opened = co_await open_session(
-                tenant, modern,
-                std::string(http::trim_ows(header_or_empty(request, "Stockade-Workspace"))));
+            // A named value, not a temporary in the co_await: g++ 12 destroys such
+            // temporaries twice.
+            SessionRequest wanted;
+            wanted.workspace =
+                std::string(http::trim_ows(header_or_empty(request, "Stockade-Workspace")));
+            wanted.image = std::string(http::trim_ows(header_or_empty(request, "Stockade-Image")));
+            auto opened = co_await open_session(tenant, modern, std::move(wanted));
             if (auto* refusal = std::get_if<HttpResponse>(&opened)) {
                 HttpResponse reply = std::move(*refusal);
                 co_return co_await write(stream, std::move(reply), request);
@@ -838,9 +842,9 @@ private:
     // A new session of `tenant` (`shared`: its session for 2026-07-28 requests, opened once),
     // or the response refusing it.
     awaitable<std::variant<std::shared_ptr<McpSession>, HttpResponse>> open_session(
-        const HttpTenant& tenant, bool shared, std::string workspace) {
+        const HttpTenant& tenant, bool shared, SessionRequest request) {
         if (shared) {
-            workspace.clear();  // the tenant's shared session is on its workspace root
+            request = {};  // the tenant's shared session is on its workspace root and image
         }
         const SessionTable::Reserved reserved = sessions_.reserve(tenant, shared);
         if (!reserved.slot) {
@@ -856,8 +860,8 @@ private:
         const std::shared_ptr<SessionSlot> slot = reserved.slot;
         if (reserved.opener) {
             auto session = slot->session;
-            Status opened = co_await asio::co_spawn(open_pool_, start_session(session, workspace),
-                                                    use_awaitable);
+            Status opened = co_await asio::co_spawn(
+                open_pool_, start_session(session, std::move(request)), use_awaitable);
             metrics_.session_opened(tenant.name, opened.has_value());
             sessions_.opened(*slot, opened);
             if (!opened) {
@@ -886,8 +890,8 @@ private:
 
     // Opens the session's tool host. Blocking: runs on the opening pool. (A coroutine of its own
     // rather than a lambda: g++ 12 destroys a coroutine lambda's captures twice.)
-    awaitable<Status> start_session(std::shared_ptr<McpSession> session, std::string workspace) {
-        auto host = backend_.open_session(session->tenant, session->id, workspace);
+    awaitable<Status> start_session(std::shared_ptr<McpSession> session, SessionRequest request) {
+        auto host = backend_.open_session(session->tenant, session->id, request);
         if (!host) {
             co_return host.error();
         }

@@ -51,6 +51,12 @@ struct TenantUsage {
     std::uint64_t allowed = 0, asked = 0, denied = 0;
 };
 
+// What a client asks of a new session besides its tenant: headers of its initialize request.
+struct SessionRequest {
+    std::string workspace{};  // Stockade-Workspace (empty: none)
+    std::string image{};      // Stockade-Image (empty: none)
+};
+
 class HttpBackend {
 public:
     virtual ~HttpBackend() = default;
@@ -59,13 +65,13 @@ public:
     virtual const HttpTenant* authenticate(const std::optional<std::string>& token) = 0;
     // Whether `token` is the operator's, for /metrics and /admin/sessions.
     virtual bool is_admin(const std::optional<std::string>& token) = 0;
-    // Opens the tool host of a new session of `tenant`. `workspace`: what the client's
-    // Stockade-Workspace header asked for (empty: none). Blocking (a sandbox starts): called on
-    // a thread of its own, never on an I/O thread. Its error's message is shown to the client:
-    // kInvalidArgument and kNotFound as 400, kResourceExhausted as 429, the rest as 503.
+    // Opens the tool host of a new session of `tenant`, as `request` asks. Blocking (a sandbox
+    // starts): called on a thread of its own, never on an I/O thread. Its error's message is
+    // shown to the client: kInvalidArgument and kNotFound as 400, kResourceExhausted as 429,
+    // the rest as 503.
     virtual Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& tenant,
                                                            const std::string& session_id,
-                                                           const std::string& workspace) = 0;
+                                                           const SessionRequest& request) = 0;
     // Why new sessions cannot be opened now (/readyz), or nullopt.
     virtual std::optional<std::string> not_ready() { return std::nullopt; }
     // What the backend measures of each tenant, for /metrics. Thread-safe.

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -10,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "images/import.h"
+#include "images/oci_document.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::runner {
@@ -160,6 +163,106 @@ TEST_F(TenantBackendTest, RootsInsideEachOtherAreRefusedAtStart) {
         HostConfig{.tenants = *tenants, .state = *state, .base = {}, .from_file = false});
     ASSERT_THAT(opened, HasErrc(Errc::kInvalidArgument));
     EXPECT_THAT(opened.error().message, HasSubstr("state directory"));
+}
+
+// A store holding one image, "img", whose only layer is empty (an image need not hold files to
+// be chosen), made as an OCI layout and imported.
+std::string store_with_image(const fs::path& dir) {
+    const std::string layer;  // no bytes: a layer with no entries
+    const std::string config = fmt::format(
+        R"({{"architecture":"{}","os":"linux","rootfs":{{"type":"layers","diff_ids":["{}"]}}}})",
+        images::host_platform().architecture, images::Digest::of(layer).str());
+    const std::string manifest = fmt::format(
+        R"({{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",)"
+        R"("config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"{}",)"
+        R"("size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar",)"
+        R"("digest":"{}","size":0}}]}})",
+        images::Digest::of(config).str(), config.size(), images::Digest::of(layer).str());
+    const std::string index =
+        fmt::format(R"({{"schemaVersion":2,"manifests":[{{"mediaType":)"
+                    R"("application/vnd.oci.image.manifest.v1+json","digest":"{}","size":{}}}]}})",
+                    images::Digest::of(manifest).str(), manifest.size());
+    const fs::path layout = dir / "layout";
+    fs::create_directories(layout / "blobs" / "sha256");
+    auto put = [&](const fs::path& path, const std::string& bytes) {
+        FILE* f = std::fopen(path.c_str(), "wb");
+        EXPECT_NE(f, nullptr);
+        std::fwrite(bytes.data(), 1, bytes.size(), f);
+        std::fclose(f);
+    };
+    put(layout / "oci-layout", R"({"imageLayoutVersion":"1.0.0"})");
+    put(layout / "index.json", index);
+    for (const std::string* blob : {&layer, &config, &manifest}) {
+        put(layout / "blobs" / "sha256" / std::string(images::Digest::of(*blob).hex()), *blob);
+    }
+    const std::string store_dir = (dir / "store").string();
+    auto store = images::ImageStore::open(store_dir, true);
+    EXPECT_THAT(store, IsOk());
+    EXPECT_THAT(images::import_image(*store, layout.string(), images::ImportOptions{.name = "img"}),
+                IsOk());
+    return store_dir;
+}
+
+TEST_F(TenantBackendTest, ATenantsImagesAreTheOnesItsSessionsMayChoose) {
+    const std::string store = store_with_image(dir_);
+    auto tenants =
+        parse_tenants(fmt::format(R"({{"tenants": [{{"name": "acme", "token_sha256": ["{}"],
+                       "workspace_root": "{}", "host_uid_range": "300000-365535",
+                       "image": ["img", "host"]}},
+                      {{"name": "beta", "token_sha256": ["{}"], "workspace_root": "{}"}}]}})",
+                                  token_hash_hex("acme-token"), (dir_ / "acme").string(),
+                                  token_hash_hex("beta-token"), (dir_ / "beta").string()),
+                      false);
+    ASSERT_THAT(tenants, IsOk());
+    auto state = HostDir::open((dir_ / "state").string());
+    ASSERT_THAT(state, IsOk());
+    SessionConfig base;
+    auto host = images::load_image("host");
+    ASSERT_THAT(host, IsOk());
+    base.sandbox.image = *host;
+    auto opened = TenantBackend::open(HostConfig{.tenants = *tenants,
+                                                 .state = *state,
+                                                 .base = base,
+                                                 .from_file = true,
+                                                 .image_store = store});
+    ASSERT_THAT(opened, IsOk());
+    backend_ = std::move(opened).value();
+
+    const ServedTenant& acme = tenant("acme-token");
+    auto first = backend_->session_image(acme, "");
+    ASSERT_THAT(first, IsOk());
+    EXPECT_TRUE(first->stored());
+    EXPECT_EQ(first->name, "img");
+    auto chosen = backend_->session_image(acme, "host");
+    ASSERT_THAT(chosen, IsOk());
+    EXPECT_FALSE(chosen->stored());
+    auto other = backend_->session_image(acme, "debian:12");
+    ASSERT_THAT(other, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(other.error().message, HasSubstr("it may use img, host"));
+
+    // A tenant without images runs on serve's, and may not ask for another.
+    const ServedTenant& beta = tenant("beta-token");
+    auto beta_image = backend_->session_image(beta, "");
+    ASSERT_THAT(beta_image, IsOk());
+    EXPECT_EQ(beta_image->name, "host");
+    EXPECT_THAT(backend_->session_image(beta, "img"), HasErrc(Errc::kInvalidArgument));
+}
+
+TEST_F(TenantBackendTest, AnImageMissingFromTheStoreStopsTheStart) {
+    const std::string store = store_with_image(dir_);
+    auto tenants =
+        parse_tenants(fmt::format(R"({{"tenants": [{{"name": "acme", "token_sha256": ["{}"],
+                       "workspace_root": "{}", "host_uid_range": "300000-365535",
+                       "image": "gone:1"}}]}})",
+                                  token_hash_hex("acme-token"), (dir_ / "acme").string()),
+                      false);
+    ASSERT_THAT(tenants, IsOk());
+    auto state = HostDir::open((dir_ / "state").string());
+    ASSERT_THAT(state, IsOk());
+    auto opened = TenantBackend::open(HostConfig{
+        .tenants = *tenants, .state = *state, .base = {}, .from_file = true, .image_store = store});
+    ASSERT_THAT(opened, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(opened.error().message, HasSubstr("tenant acme: image gone:1"));
 }
 
 }  // namespace

@@ -313,6 +313,24 @@ TEST(TenantsTest, RefusesAnUnknownNetworkMode) {
                 HasSubstr("tenant \"acme\": network: \"host\" is not a mode"));
 }
 
+TEST(TenantsTest, ImageIsOneImageOrTheListSessionsChooseFrom) {
+    auto one = parse_tenants(one_tenant(R"(, "image": "debian:12")"), false);
+    ASSERT_THAT(one, IsOk());
+    EXPECT_EQ(one->tenants[0].images, std::vector<std::string>{"debian:12"});
+    const std::string pinned = "tools@sha256:" + std::string(64, 'a');
+    auto many = parse_tenants(
+        one_tenant(R"(, "image": ["python:3.12", ")" + pinned + R"(", "host"])"), false);
+    ASSERT_THAT(many, IsOk());
+    EXPECT_EQ(many->tenants[0].images, (std::vector<std::string>{"python:3.12", pinned, "host"}));
+    auto none = parse_tenants(one_tenant(""), false);
+    ASSERT_THAT(none, IsOk());
+    EXPECT_TRUE(none->tenants[0].images.empty());
+    EXPECT_THAT(refusal(one_tenant(R"(, "image": "../etc")")),
+                HasSubstr("tenant \"acme\": image: image name \"../etc\""));
+    EXPECT_THAT(refusal(one_tenant(R"(, "image": ["ok", "x@sha256:123"])")), HasSubstr("image"));
+    EXPECT_THAT(refusal(one_tenant(R"(, "image": 7)")), HasSubstr("image"));
+}
+
 TEST(TenantsTest, RefusesRulesThatAreNotListsOfStrings) {
     EXPECT_THAT(refusal(one_tenant(R"x(, "allow": "Bash(git *)")x")),
                 HasSubstr("tenant \"acme\": allow: must be a list of strings"));

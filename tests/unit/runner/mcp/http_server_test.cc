@@ -117,7 +117,7 @@ public:
     bool is_admin(const std::optional<std::string>& token) override { return token == "admin"; }
     Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& /*tenant*/,
                                                    const std::string& /*session_id*/,
-                                                   const std::string& /*workspace*/) override {
+                                                   const SessionRequest& /*request*/) override {
         return std::unique_ptr<ToolHost>(std::make_unique<Host>(calls));
     }
 
