@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 
 #include "common/log.h"
+#include "runner/worker/worker_main.h"
 #include "tests/testing/matchers.h"
 #include "tests/testing/recording_sink.h"
 #include "tests/unit/workspace/test_util.h"
@@ -274,9 +275,8 @@ TEST_F(SessionWorkerTest, ASpawnCarriesTheGenerationOfTheWorkerThatRanIt) {
 
 // The worker is this binary exec'd with the hidden verb, as `stockade` runs itself.
 int main(int argc, char** argv) {
-    if (argc == 4 && std::string_view(argv[1]) == "__worker") {
-        stockade::log::init("warn");
-        return stockade::runner::worker_main(argv[2], argv[3]);
+    if (int status = 0; stockade::worker::run_worker_if_asked(argc, argv, &status)) {
+        return status;
     }
     ::testing::InitGoogleMock(&argc, argv);
     return RUN_ALL_TESTS();
