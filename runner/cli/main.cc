@@ -152,7 +152,8 @@ void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // The session worker: this binary, exec'd inside the sandbox by `serve` and `call`.
+    // The session worker, where it is this binary (builds without an embedded worker, hosts
+    // without executable memfds: runner/session/worker_binary.h).
     if (int status = 0; stockade::worker::run_worker_if_asked(argc, argv, &status)) {
         return status;
     }

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/syscall.h"
 #include "runner/session/start_sandbox.h"
+#include "runner/session/worker_binary.h"
 #include "runner/worker/worker_main.h"
 #include "workspace/remote_workspace.h"
 
@@ -45,9 +46,9 @@ void SessionWorker::stop() noexcept {
 
 Status SessionWorker::start_locked() {
     auto log = log::get("runner");
-    // The worker is this very binary, exec'd from a descriptor opened here (execveat): it
-    // need not be in the image, and nothing inside can write to it.
-    ASSIGN_OR_RETURN(UniqueFd self, open_path("/proc/self/exe", O_PATH));
+    // The worker is executed from a descriptor (execveat): it need not be in the image, and
+    // nothing inside can write to it (worker_binary.h).
+    ASSIGN_OR_RETURN(WorkerBinary binary, worker_binary());
     ASSIGN_OR_RETURN(FdPair channel, make_socketpair(SOCK_STREAM));
     ASSIGN_OR_RETURN(UniqueFd null, open_path("/dev/null", O_RDWR));
 
@@ -56,7 +57,7 @@ Status SessionWorker::start_locked() {
     config.spill = config_.spill;
     config.process = WorkerProcess{.argv = {"stockade-worker", std::string(worker::kWorkerVerb),
                                             config_.workspace, config_.spill.path()},
-                                   .exec_fd = self.get(),
+                                   .exec_fd = binary.fd,
                                    .channel_fd = channel.second.get(),
                                    .null_fd = null.get()};
     auto started = start_sandbox(config, current_caller(), StartOptions{.label = "session"});

@@ -1,6 +1,8 @@
 // The session worker's entry: what runs as pid 1 of a session's sandbox and serves the
 // supervisor's channel (DESIGN.md §1). It is its own executable, stockade-worker, linked
-// static-pie so that it needs nothing of the sandbox's root (no dynamic loader, no libc).
+// static-pie so that it needs nothing of the sandbox's root (no dynamic loader, no libc):
+// the supervisor carries it inside the stockade binary and executes it from a sealed memfd
+// (runner/session/worker_binary.h).
 //
 // The contract with the launcher: argv is {"stockade-worker", kWorkerVerb, WORKSPACE, SPILL};
 // fd 3 is the channel; fd 4, when the sandbox has one, is the commands' cgroup.procs
@@ -12,8 +14,8 @@
 
 namespace stockade::worker {
 
-// The hidden verb: argv[1] of every worker (the stockade binary answers it too; `ps` and the
-// e2e tests know the worker by it).
+// The hidden verb: argv[1] of every worker (the stockade binary answers it too, for builds
+// without an embedded worker; `ps` and the e2e tests know the worker by it).
 inline constexpr std::string_view kWorkerVerb = "__worker";
 
 // Serves the channel on fd 3 until the supervisor closes it; returns the exit status.

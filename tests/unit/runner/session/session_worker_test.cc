@@ -1,5 +1,6 @@
-// SessionWorker with calls in flight: a real worker (this test binary, exec'd with the hidden
-// verb, as `stockade` execs itself) at --isolation none, so that the test needs no privileges.
+// SessionWorker with calls in flight: a real worker (the embedded stockade-worker, or in builds
+// without one this test binary, exec'd with the hidden verb, as `stockade` execs itself) at
+// --isolation none, so that the test needs no privileges.
 // rg blocks on FIFOs of the workspace, which keeps several calls in flight for as long as the
 // test wants: nothing here depends on timing.
 #include "runner/session/session_worker.h"
@@ -273,7 +274,7 @@ TEST_F(SessionWorkerTest, ASpawnCarriesTheGenerationOfTheWorkerThatRanIt) {
 }  // namespace
 }  // namespace stockade::runner
 
-// The worker is this binary exec'd with the hidden verb, as `stockade` runs itself.
+// Builds without an embedded worker run this binary as the worker, as `stockade` runs itself.
 int main(int argc, char** argv) {
     if (int status = 0; stockade::worker::run_worker_if_asked(argc, argv, &status)) {
         return status;
