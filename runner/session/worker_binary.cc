@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <mutex>
 #include <string_view>
 
@@ -52,6 +53,21 @@ Result<UniqueFd> make_sealed_memfd(std::span<const std::byte> bytes) {
     return fd;
 }
 
+// The embedded bytes were paged in to be copied and are not read again in this process
+// (every worker executes the memfd): their pages leave its RSS. They are read-only pages of
+// the stockade binary's file, so a later read would only fault them in again. Only whole
+// pages inside the bytes: the rest of the section may be in use.
+void release_pages(std::span<const std::byte> bytes) noexcept {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto at = reinterpret_cast<uintptr_t>(bytes.data());
+    const uintptr_t begin = (at + page - 1) & ~(page - 1);
+    const uintptr_t end = (at + bytes.size()) & ~(page - 1);
+    if (end > begin) {
+        void* first = const_cast<std::byte*>(bytes.data() + (begin - at));
+        (void)::madvise(first, end - begin, MADV_DONTNEED);
+    }
+}
+
 Result<WorkerBinary> open_self() {
     ASSIGN_OR_RETURN(UniqueFd self, open_path("/proc/self/exe", O_PATH | O_CLOEXEC));
     return WorkerBinary{.fd = self.release(), .embedded = false};
@@ -63,6 +79,7 @@ Result<WorkerBinary> create_binary() {
         return open_self();
     }
     auto memfd = make_sealed_memfd(elf);
+    release_pages(elf);
     if (memfd) {
         return WorkerBinary{.fd = memfd->release(), .embedded = true};
     }
