@@ -23,6 +23,10 @@ endfunction()
 # The dependency rule (DESIGN.md §2): common <- policy, workspace, sandbox <- tools <- runner;
 # images uses sandbox; network (the sandboxes' proxy) uses common. runner/ is four modules, one
 # floor each: mcp (the protocol) <- session (the engine) <- host (tenants) <- cli (the verbs).
+# Beside them, worker (runner/worker) is the session worker's executable: it runs in the
+# sandbox, linked static-pie, so it uses the worker's service loop (workspace), the launcher's
+# fd contract (sandbox/spec.h) and common, and nothing of the supervisor; session (which carries
+# it) and the floors above may use it.
 # STOCKADE_MAY_USE_<module> lists the modules whose headers it may include (all of them, the
 # ones its dependencies bring included); STOCKADE_FOLDER_<module> is its folder when that is not
 # its name.
@@ -33,11 +37,13 @@ set(STOCKADE_MAY_USE_workspace common)
 set(STOCKADE_MAY_USE_sandbox common)
 set(STOCKADE_MAY_USE_images sandbox common)
 set(STOCKADE_MAY_USE_tools policy workspace sandbox common)
+set(STOCKADE_MAY_USE_worker workspace sandbox common)
 set(STOCKADE_MAY_USE_mcp tools policy workspace sandbox network common)
-set(STOCKADE_MAY_USE_session mcp tools images policy workspace sandbox network common)
-set(STOCKADE_MAY_USE_host session mcp tools images policy workspace sandbox network common)
-set(STOCKADE_MAY_USE_cli host session mcp tools images policy workspace sandbox network common)
-foreach(module mcp session host cli)
+set(STOCKADE_MAY_USE_session mcp tools images policy workspace sandbox network worker common)
+set(STOCKADE_MAY_USE_host session mcp tools images policy workspace sandbox network worker common)
+set(STOCKADE_MAY_USE_cli host session mcp tools images policy workspace sandbox network worker
+    common)
+foreach(module mcp session host cli worker)
     set(STOCKADE_FOLDER_${module} runner/${module})
 endforeach()
 

@@ -164,8 +164,14 @@ int apply_landlock(const LandlockPlan& plan, int* failed_rule) noexcept {
             .allowed_access =
                 (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE) & plan.handled_fs,
             .parent_fd = plan.exec_fd};
-        if (::syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &binary, 0) <
-            0) {
+        // EBADFD: the binary is on a mount internal to the kernel (a memfd's). Landlock takes no
+        // rule for such a file and needs none: it does not restrict files that come from no
+        // user-visible filesystem (Documentation/userspace-api/landlock.rst, "Special
+        // filesystems"; checked: a memfd executes under a ruleset that handles EXECUTE and
+        // allows it nowhere). Any other error fails the launch.
+        const long added =
+            ::syscall(SYS_landlock_add_rule, ruleset_fd, LANDLOCK_RULE_PATH_BENEATH, &binary, 0);
+        if (added < 0 && errno != EBADFD) {
             err = errno;
             if (failed_rule != nullptr) {
                 *failed_rule = static_cast<int>(plan.rules.size());

@@ -63,7 +63,8 @@ struct LandlockPlan {
     uint64_t scoped = 0;      // ABI >= 6: abstract unix sockets and signals scoped
     std::vector<LandlockRule> rules;
     // A descriptor of a binary to be exec'd from outside the sandbox's tree (execveat): it
-    // gets read and execute rights of its own, since no path rule can reach it.
+    // gets read and execute rights of its own, since no path rule can reach it. A memfd's
+    // needs none: Landlock takes no rule on it (EBADFD) and allows its execution anyway.
     int exec_fd = -1;
 };
 

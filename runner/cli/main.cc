@@ -18,6 +18,7 @@
 #include "runner/cli/serve_command.h"
 #include "runner/cli/sessions_command.h"
 #include "runner/session/session_worker.h"
+#include "runner/worker/worker_main.h"
 
 namespace {
 
@@ -163,10 +164,10 @@ void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // The session worker: this binary, exec'd inside the sandbox by `serve` and `call`.
-    if (argc == 4 && std::string_view(argv[1]) == "__worker") {
-        stockade::log::init("warn");
-        return stockade::runner::worker_main(argv[2], argv[3]);
+    // The session worker, where it is this binary (builds without an embedded worker, hosts
+    // without executable memfds: runner/session/worker_binary.h).
+    if (int status = 0; stockade::worker::run_worker_if_asked(argc, argv, &status)) {
+        return status;
     }
     stockade::log::init();
     CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};

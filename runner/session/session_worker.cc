@@ -1,35 +1,21 @@
 #include "runner/session/session_worker.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/statfs.h>
 #include <unistd.h>
-
-#include <cstdlib>
 
 #include <fmt/format.h>
 
-#include "common/allocator.h"
 #include "common/log.h"
 #include "common/syscall.h"
-#include "images/image.h"
 #include "runner/session/start_sandbox.h"
-#include "sandbox/cgroup.h"
-#include "workspace/local_workspace.h"
+#include "runner/session/worker_binary.h"
+#include "runner/worker/worker_main.h"
 #include "workspace/remote_workspace.h"
-#include "workspace/service.h"
 
 namespace stockade::runner {
-
-namespace {
-
-constexpr const char* kWorkerVerb = "__worker";
-
-}  // namespace
 
 SessionWorker::SessionWorker(WorkerConfig config, EventSink* events)
     : config_(std::move(config)), events_(events) {}
@@ -60,20 +46,20 @@ void SessionWorker::stop() noexcept {
 
 Status SessionWorker::start_locked() {
     auto log = log::get("runner");
-    // The worker is this very binary, exec'd from a descriptor opened here (execveat): it
-    // need not be in the image, and nothing inside can write to it.
-    ASSIGN_OR_RETURN(UniqueFd self, open_path("/proc/self/exe", O_PATH));
+    // The worker is executed from a descriptor (execveat): it need not be in the image, and
+    // nothing inside can write to it (worker_binary.h).
+    ASSIGN_OR_RETURN(WorkerBinary binary, worker_binary());
     ASSIGN_OR_RETURN(FdPair channel, make_socketpair(SOCK_STREAM));
     ASSIGN_OR_RETURN(UniqueFd null, open_path("/dev/null", O_RDWR));
 
     SandboxConfig config =
         generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
     config.spill = config_.spill;
-    config.process = WorkerProcess{
-        .argv = {"stockade-worker", kWorkerVerb, config_.workspace, config_.spill.path()},
-        .exec_fd = self.get(),
-        .channel_fd = channel.second.get(),
-        .null_fd = null.get()};
+    config.process = WorkerProcess{.argv = {"stockade-worker", std::string(worker::kWorkerVerb),
+                                            config_.workspace, config_.spill.path()},
+                                   .exec_fd = binary.fd,
+                                   .channel_fd = channel.second.get(),
+                                   .null_fd = null.get()};
     auto started = start_sandbox(config, current_caller(), StartOptions{.label = "session"});
     if (!started) {
         return std::move(started).error().wrap("start the session worker");
@@ -286,33 +272,6 @@ Result<workspace::RealPath> SessionWorker::real_path(workspace::Root root,
 Result<workspace::ProcessCensus> SessionWorker::census() {
     return with_worker<workspace::ProcessCensus>(
         [](workspace::Workspace& ws, int) { return ws.census(); });
-}
-
-int worker_main(const std::string& workspace_root, const std::string& spill_root) {
-    // Nothing else in the sandbox may ptrace the worker, read its memory or take its fds.
-    (void)::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-    // What a command leaves running comes here to be stopped: as pid 1 of the sandbox's pid
-    // namespace it would anyway; at levels without one, only as a subreaper.
-    (void)::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    release_large_buffers_on_free();
-    workspace::LocalWorkspace::Options options;
-    options.stop_leftovers = true;  // pid 1: every orphan of the sandbox comes here
-    // The launcher passes the commands' cgroup.procs after the channel when it made one.
-    struct statfs fs {};
-    if (::fstatfs(sandbox::kCommandsCgroupFd, &fs) == 0 &&
-        (fs.f_type == CGROUP_SUPER_MAGIC || fs.f_type == CGROUP2_SUPER_MAGIC)) {
-        options.commands_cgroup_fd = sandbox::kCommandsCgroupFd;
-    }
-    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): single-threaded
-    if (path != nullptr) {
-        options.path_env = path;
-    }
-    auto ws = workspace::LocalWorkspace::open(workspace_root, spill_root, options);
-    if (!ws) {
-        fmt::print(stderr, "stockade worker: {}\n", ws.error().message);
-        return 1;
-    }
-    return workspace::serve_channel(3, *ws);
 }
 
 }  // namespace stockade::runner

@@ -101,7 +101,4 @@ private:
     std::string loss_note_;  // take_loss_note()
 };
 
-// The hidden verb the worker runs inside the sandbox: serves the channel on fd 3.
-int worker_main(const std::string& workspace_root, const std::string& spill_root);
-
 }  // namespace stockade::runner

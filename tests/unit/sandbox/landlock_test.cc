@@ -2,10 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -239,6 +242,44 @@ TEST_F(LandlockKernelTest, ReadablePathsHideTheRest) {
             report.fail("exec /bin/true: status {}", status);
         }
     });
+    EXPECT_CHILD_OK(outcome);
+}
+
+// The session worker is executed from a sealed memfd (runner/session/worker_binary.h): Landlock
+// takes no rule on it (EBADFD: it is on an internal mount), which must not fail the plan, and
+// executing it needs none.
+TEST_F(LandlockKernelTest, AMemfdBinaryNeedsNoRuleAndExecutes) {
+    const int memfd = ::memfd_create("landlock-test-true", MFD_CLOEXEC);
+    ASSERT_GE(memfd, 0) << err_name(errno);
+    const int source = ::open("/bin/true", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(source, 0) << err_name(errno);
+    struct stat st {};
+    ASSERT_EQ(::fstat(source, &st), 0);
+    ASSERT_EQ(::sendfile(memfd, source, nullptr, static_cast<size_t>(st.st_size)), st.st_size);
+    (void)::close(source);
+    // The loader and libc of /bin/true are readable; nothing else is, nor executable.
+    LandlockPlan plan =
+        make_landlock_plan(abi_, {.writable = {}, .readable = {a_, "/usr", "/lib", "/lib64"}});
+    plan.exec_fd = memfd;
+    ChildOutcome outcome = run_in_child([&](ChildReport& report) {
+        if (!confine(report, plan)) {
+            return;
+        }
+        report.expect_open(b_ + "/existing", O_RDONLY, EACCES);
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            const char* argv[] = {"true", nullptr};
+            const char* envp[] = {nullptr};
+            ::syscall(SYS_execveat, memfd, "", argv, envp, AT_EMPTY_PATH);
+            ::_exit(errno == EACCES ? 126 : 127);
+        }
+        int status = 0;
+        if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+            WEXITSTATUS(status) != 0) {
+            report.fail("execveat the memfd: status {}", status);
+        }
+    });
+    (void)::close(memfd);
     EXPECT_CHILD_OK(outcome);
 }
 

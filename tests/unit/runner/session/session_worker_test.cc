@@ -1,5 +1,6 @@
-// SessionWorker with calls in flight: a real worker (this test binary, exec'd with the hidden
-// verb, as `stockade` execs itself) at --isolation none, so that the test needs no privileges.
+// SessionWorker with calls in flight: a real worker (the embedded stockade-worker, or in builds
+// without one this test binary, exec'd with the hidden verb, as `stockade` execs itself) at
+// --isolation none, so that the test needs no privileges.
 // rg blocks on FIFOs of the workspace, which keeps several calls in flight for as long as the
 // test wants: nothing here depends on timing.
 #include "runner/session/session_worker.h"
@@ -26,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "common/log.h"
+#include "runner/worker/worker_main.h"
 #include "tests/testing/matchers.h"
 #include "tests/testing/recording_sink.h"
 #include "tests/unit/workspace/test_util.h"
@@ -272,11 +274,10 @@ TEST_F(SessionWorkerTest, ASpawnCarriesTheGenerationOfTheWorkerThatRanIt) {
 }  // namespace
 }  // namespace stockade::runner
 
-// The worker is this binary exec'd with the hidden verb, as `stockade` runs itself.
+// Builds without an embedded worker run this binary as the worker, as `stockade` runs itself.
 int main(int argc, char** argv) {
-    if (argc == 4 && std::string_view(argv[1]) == "__worker") {
-        stockade::log::init("warn");
-        return stockade::runner::worker_main(argv[2], argv[3]);
+    if (int status = 0; stockade::worker::run_worker_if_asked(argc, argv, &status)) {
+        return status;
     }
     ::testing::InitGoogleMock(&argc, argv);
     return RUN_ALL_TESTS();

@@ -1,0 +1,71 @@
+// The session worker needs nothing of its sandbox's root: a session whose image holds no dynamic
+// loader and no libc (no /usr, /lib*, /bin: an image of busybox-static, or of nothing) still
+// gets a worker that answers, at every level with isolation: in a mount namespace (full,
+// namespaces) the root has none of them; at level landlock the host's are there but not
+// readable. The worker is the embedded static stockade-worker, executed from its sealed memfd
+// (runner/session/worker_binary.h).
+#include <unistd.h>
+
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/host_dir.h"
+#include "runner/session/session_worker.h"
+#include "runner/session/worker_binary.h"
+#include "sandbox/spec.h"
+#include "tests/testing/matchers.h"
+#include "tests/testing/sandbox_harness.h"
+
+namespace stockade::testing {
+namespace {
+
+class WorkerRootTest : public ::testing::TestWithParam<sandbox::Isolation> {
+protected:
+    TempDir workspace_{"stockade-worker-root-ws"};
+    TempDir spill_{"stockade-worker-root-spill"};
+};
+
+TEST_P(WorkerRootTest, AWorkerInARootWithoutADynamicLoaderAnswersARead) {
+    auto binary = runner::worker_binary();
+    ASSERT_THAT(binary, IsOk());
+    if (!binary->embedded) {
+        GTEST_SKIP() << "no embedded worker in this build (STOCKADE_SANITIZE or STOCKADE_FUZZ), "
+                        "or executable memfds are refused here: the worker is stockade itself, "
+                        "which needs the host's loader";
+    }
+    workspace_.write_file("a.txt", "alpha\n");
+    runner::WorkerConfig config;
+    config.workspace = workspace_.path();
+    config.sandbox.workspace = HostDir::open(workspace_.path()).value();
+    config.sandbox.workspace_uid = ::geteuid();
+    config.sandbox.workspace_gid = ::getegid();
+    config.spill = HostDir::open(spill_.path()).value();
+    // An image of nothing: no binds, nothing readable but what every sandbox gets.
+    config.sandbox.image = images::Image{.name = "empty"};
+    config.sandbox.isolation = GetParam();
+    config.sandbox.network = sandbox::NetworkMode::kNone;
+    runner::SessionWorker worker(config, nullptr);
+    Status started = worker.start();
+    if (!started && started.error().code == Errc::kUnavailable) {
+        GTEST_SKIP() << "isolation level " << sandbox::isolation_name(GetParam())
+                     << " is missing here: " << started.error().message;
+    }
+    ASSERT_THAT(started, IsOk());
+    auto read = worker.read(workspace::Root::kWorkspace, "a.txt", 1024);
+    ASSERT_THAT(read, IsOk());
+    EXPECT_EQ(read->bytes, "alpha\n");
+    worker.stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, WorkerRootTest,
+                         ::testing::Values(sandbox::Isolation::kFull,
+                                           sandbox::Isolation::kNamespaces,
+                                           sandbox::Isolation::kLandlock),
+                         [](const ::testing::TestParamInfo<sandbox::Isolation>& param) {
+                             return std::string(sandbox::isolation_name(param.param));
+                         });
+
+}  // namespace
+}  // namespace stockade::testing
