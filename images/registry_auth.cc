@@ -1,7 +1,6 @@
 #include "images/registry_auth.h"
 
-#include <errno.h>
-
+#include <cerrno>
 #include <cstdlib>
 
 #include <fmt/format.h>
