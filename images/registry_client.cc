@@ -732,6 +732,10 @@ Result<PullResult> Puller::pull() {
     RETURN_IF_ERROR(http_.init());
     plain_http_ = insecure_listed(ref_.registry, options_.insecure_registries);
     PullResult result;
+    // A layout an earlier pull completed is not one this pull has completed.
+    if (::unlinkat(layout_fd_, "index.json", 0) != 0 && errno != ENOENT) {
+        return errno_error("pull: remove the layout's old \"index.json\"", errno);
+    }
 
     // 1. The manifest the reference names, which may be an index.
     Response response;

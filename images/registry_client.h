@@ -57,13 +57,14 @@ struct PullResult {
     std::size_t blobs_skipped = 0;
 };
 
-// Pulls `reference` into `layout_dir_fd`, an empty directory (or one a failed pull left: blobs
-// are replaced, not trusted). The entry's ref.name annotation is the tag, or the digest when
-// only a digest was given. Errors name the URL (never credentials) and what to do next:
-// kInvalidArgument for a bad document or a digest or size mismatch, kPermissionDenied for
-// refused credentials, kNotFound for an unknown repository, tag or blob, kPolicyDenied for
-// plain HTTP that is not allowed, kDeadlineExceeded for a timeout, kUnavailable for a registry
-// that cannot be reached or fails, kResourceExhausted for a header or document past its bound.
+// Pulls `reference` into `layout_dir_fd`, an empty directory, or one an earlier pull left (its
+// index.json is removed first; its blobs are fetched again, not trusted). The entry's ref.name
+// annotation is the tag, or the digest when only a digest was given. Errors name the URL (never
+// credentials) and what to do next: kInvalidArgument for a bad document or a digest or size
+// mismatch, kPermissionDenied for refused or missing credentials, kNotFound for an unknown
+// repository, tag or blob, kPolicyDenied for plain HTTP that is not allowed, kDeadlineExceeded
+// for a timeout, kUnavailable for a registry that cannot be reached or fails,
+// kResourceExhausted for a header or document past its bound.
 Result<PullResult> pull_to_layout(const Reference& reference, const PullOptions& options,
                                   int layout_dir_fd);
 

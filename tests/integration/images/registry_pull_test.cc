@@ -512,7 +512,10 @@ TEST_F(RegistryPullTest, PullsByThePinnedDigest) {
     EXPECT_TRUE(layout_has_index());
 }
 
-TEST_F(RegistryPullTest, AWrongPinnedDigestIsRefusedAndWritesNoIndex) {
+TEST_F(RegistryPullTest, AWrongPinnedDigestIsRefusedAndLeavesNoIndex) {
+    // Over a layout an earlier pull completed: its index.json goes too.
+    ASSERT_THAT(pull(registries->tls("test/app:v1"), secure_options()), IsOk());
+    ASSERT_TRUE(layout_has_index());
     const std::string wrong = Digest::of("not the image").str();
     auto result = pull(registries->tls("test/app:v1@" + wrong), secure_options());
     ASSERT_THAT(result, HasErrc(Errc::kNotFound));
