@@ -256,17 +256,11 @@ private:
         }
         if (!url.https) {
             // Plain HTTP: only to loopback, where no one else is on the path.
+            std::vector<std::string> addresses;
             for (const auto& entry : endpoints) {
-                if (!entry.endpoint().address().is_loopback()) {
-                    return Error{
-                        Errc::kPolicyDenied,
-                        fmt::format("plain HTTP to {} refused: it resolves to {}, which "
-                                    "is not a loopback address. Plain HTTP is allowed "
-                                    "only to 127.0.0.0/8 or ::1; serve the registry "
-                                    "over HTTPS (--ca-file for a private CA)",
-                                    url.authority, entry.endpoint().address().to_string())};
-                }
+                addresses.push_back(entry.endpoint().address().to_string());
             }
+            RETURN_IF_ERROR(check_plain_http_addresses(url.authority, addresses));
         }
         return endpoints;
     }
@@ -940,6 +934,27 @@ bool insecure_listed(std::string_view registry,
         }
     }
     return false;
+}
+
+Status check_plain_http_addresses(std::string_view authority,
+                                  const std::vector<std::string>& addresses) {
+    if (addresses.empty()) {
+        return Error{Errc::kPolicyDenied,
+                     fmt::format("plain HTTP to {} refused: it has no address", authority)};
+    }
+    for (const auto& text : addresses) {
+        boost::system::error_code ec;
+        const auto address = asio::ip::make_address(text, ec);
+        if (ec || !address.is_loopback()) {
+            return Error{Errc::kPolicyDenied,
+                         fmt::format("plain HTTP to {} refused: it resolves to {}, which is not "
+                                     "a loopback address. Plain HTTP is allowed only to "
+                                     "127.0.0.0/8 or ::1; serve the registry over HTTPS "
+                                     "(--ca-file for a private CA)",
+                                     authority, quote(text, 64))};
+        }
+    }
+    return {};
 }
 
 Result<PullResult> pull_to_layout(const Reference& reference, const PullOptions& options,

@@ -85,5 +85,9 @@ Result<std::string> token_request_url(std::string_view realm, std::string_view s
 // loopback check needs its addresses, so it is made when connecting.
 bool insecure_listed(std::string_view registry,
                      const std::vector<std::string>& insecure_registries);
+// The loopback check: OK when every address `authority` resolved to is a loopback one
+// (127.0.0.0/8, ::1); otherwise kPolicyDenied, naming the address and what to do instead.
+Status check_plain_http_addresses(std::string_view authority,
+                                  const std::vector<std::string>& addresses);
 
 }  // namespace stockade::images

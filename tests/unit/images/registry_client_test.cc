@@ -61,5 +61,19 @@ TEST(RegistryClientTest, InsecureRegistriesAreMatchedByHostAndPort) {
     EXPECT_FALSE(insecure_listed("127.0.0.1", insecure));
 }
 
+TEST(RegistryClientTest, PlainHttpGoesOnlyToLoopbackAddresses) {
+    EXPECT_THAT(check_plain_http_addresses("localhost:5000", {"127.0.0.1", "::1"}), IsOk());
+    EXPECT_THAT(check_plain_http_addresses("x:5000", {"127.8.9.10"}), IsOk());
+    // One address elsewhere is enough to refuse: the connection could go there.
+    auto refused = check_plain_http_addresses("registry.lan:5000", {"127.0.0.1", "192.0.2.7"});
+    ASSERT_THAT(refused, HasErrc(Errc::kPolicyDenied));
+    EXPECT_THAT(refused.error().message, ::testing::HasSubstr("192.0.2.7"));
+    EXPECT_THAT(refused.error().message, ::testing::HasSubstr("registry.lan:5000"));
+    EXPECT_THAT(check_plain_http_addresses("x:1", {"::ffff:127.0.0.1"}),
+                HasErrc(Errc::kPolicyDenied));
+    EXPECT_THAT(check_plain_http_addresses("x:1", {"0.0.0.0"}), HasErrc(Errc::kPolicyDenied));
+    EXPECT_THAT(check_plain_http_addresses("x:1", {}), HasErrc(Errc::kPolicyDenied));
+}
+
 }  // namespace
 }  // namespace stockade::images
