@@ -102,4 +102,14 @@ std::optional<std::string> base64_decode(std::string_view text) {
     return out;
 }
 
+std::string base64_encode(std::string_view bytes) {
+    // EVP_EncodeBlock writes 4 characters per 3 bytes and a NUL, without line breaks.
+    std::string out((bytes.size() + 2) / 3 * 4 + 1, '\0');
+    const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),          // NOLINT
+                                  reinterpret_cast<const unsigned char*>(bytes.data()),  // NOLINT
+                                  static_cast<int>(bytes.size()));
+    out.resize(static_cast<size_t>(n));
+    return out;
+}
+
 }  // namespace stockade

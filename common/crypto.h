@@ -53,5 +53,7 @@ std::string hmac_sha256_hex(std::string_view key, std::string_view payload);
 bool constant_time_equal(std::string_view a, std::string_view b);
 // Standard base64 (RFC 4648, with padding) decoded; nullopt for malformed input.
 std::optional<std::string> base64_decode(std::string_view text);
+// Standard base64 (RFC 4648, with padding) of `bytes`, on one line.
+std::string base64_encode(std::string_view bytes);
 
 }  // namespace stockade

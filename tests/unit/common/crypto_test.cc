@@ -62,5 +62,14 @@ TEST(CryptoTest, Base64DecodesPaddedTextAndRefusesTheRest) {
     EXPECT_FALSE(base64_decode("a$==").has_value());
 }
 
+TEST(CryptoTest, Base64EncodesWithPaddingAndDecodesBack) {
+    EXPECT_EQ(base64_encode("hello"), "aGVsbG8=");
+    EXPECT_EQ(base64_encode("hi"), "aGk=");
+    EXPECT_EQ(base64_encode("hit"), "aGl0");
+    EXPECT_EQ(base64_encode(""), "");
+    const std::string bytes("\x00\xff\x00user:pa:ss", 13);
+    EXPECT_EQ(base64_decode(base64_encode(bytes)), bytes);
+}
+
 }  // namespace
 }  // namespace stockade
