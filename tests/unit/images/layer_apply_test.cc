@@ -474,5 +474,24 @@ TEST_F(LayerApplyTest, EntryLimitStopsReading) {
     EXPECT_FALSE(exists("f3"));
 }
 
+TEST_F(LayerApplyTest, ALayerWithoutItsFinalPaddingAppliesButOneCutInsideDataDoesNot) {
+    // What umoci writes: the last entry's data, then nothing (no padding, no end blocks).
+    const std::string tar = make_tar({dir("etc"), file("etc/os-release", "ID=x\n")});
+    const size_t data = tar.find("ID=x\n");
+    ASSERT_NE(data, std::string::npos);
+    const std::string unpadded = tar.substr(0, data + 5);
+    {
+        LayerApplier applier(root_fd_.get(), {});
+        ASSERT_THAT(applier.apply(source(unpadded)), IsOk());
+        ASSERT_THAT(applier.finish(), IsOk());
+    }
+    EXPECT_EQ(content("etc/os-release"), "ID=x\n");
+    const std::string cut = tar.substr(0, data + 3);
+    LayerApplier applier(root_fd_.get(), {});
+    const Status status = applier.apply(source(cut, "cut"));
+    ASSERT_THAT(status, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(status.error().message, HasSubstr("etc/os-release"));
+}
+
 }  // namespace
 }  // namespace stockade::images
