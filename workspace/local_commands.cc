@@ -448,6 +448,11 @@ Result<bool> group_has_live_member(int pgid) {
 
 // ---- Commands -------------------------------------------------------------------------------
 
+namespace {
+constexpr const char* kBash = "/bin/bash";
+constexpr const char* kPosixShell = "/bin/sh";
+}  // namespace
+
 Result<std::string> LocalWorkspace::find_command(const std::string& name) const {
     if (name.find('/') != std::string::npos) {
         return name;  // a path: execve resolves it in the command's cwd
@@ -500,6 +505,14 @@ Result<SpawnedProcess> LocalWorkspace::spawn(const SpawnRequest& request) {
 
     // Everything the child needs is built before the fork: it must not allocate.
     std::vector<std::string> arg_strings = request.argv;
+    // The tools run shell syntax with /bin/bash -c. An image may have no bash (busybox, alpine):
+    // there the POSIX shell runs it, under its own name (busybox picks its applet by argv[0]).
+    struct stat bash_st {};
+    if (name == kBash && ::stat(kBash, &bash_st) != 0 && errno == ENOENT &&
+        ::access(kPosixShell, X_OK) == 0) {
+        exe = kPosixShell;
+        arg_strings.front() = kPosixShell;
+    }
     std::vector<char*> argv = c_strings(arg_strings);
     std::vector<std::string> env_strings = merged_environment(request.env);
     std::vector<char*> envp = c_strings(env_strings);
