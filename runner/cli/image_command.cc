@@ -2,12 +2,18 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+#include <optional>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/parse.h"
 #include "common/syscall.h"
 #include "images/import.h"
+#include "images/reference.h"
+#include "images/registry_auth.h"
+#include "images/registry_client.h"
 #include "images/store.h"
 #include "runner/cli/exit_codes.h"
 #include "runner/session/state_dir.h"
@@ -99,6 +105,85 @@ int image_import_command(const ImageOptions& options) {
             s.devices_skipped, s.fifos_skipped, s.sockets_skipped, s.setid_stripped,
             s.xattrs_dropped);
     }
+    return 0;
+}
+
+int image_pull_command(const ImageOptions& options) {
+    auto reference = images::parse_reference(options.input);
+    if (!reference) {
+        return fail("pull", reference.error(), kExitUsage);
+    }
+    auto max_bytes = parse_size(options.max_size);
+    if (!max_bytes) {
+        return fail("pull", max_bytes.error().wrap("--max-size"), kExitUsage);
+    }
+    // The store's name: --name, else the reference as given, without its digest.
+    std::string name = options.name;
+    if (name.empty()) {
+        name = options.input.substr(0, options.input.find('@'));
+    }
+    if (auto checked = images::check_image_name(name); !checked) {
+        return fail("pull", checked.error().wrap("give a store name with --name"), kExitUsage);
+    }
+    auto store = open_store(options, true);
+    if (!store) {
+        return fail("pull", store.error());
+    }
+    auto credentials = images::find_credentials(
+        images::auth_file_candidates(images::AuthFileSources::from_environment(
+            options.authfile.empty() ? std::nullopt
+                                     : std::optional<std::filesystem::path>(options.authfile))),
+        *reference);
+    if (!credentials) {
+        return fail("pull", credentials.error());
+    }
+    images::PullOptions pull;
+    pull.credentials = *credentials;
+    if (!options.ca_file.empty()) {
+        pull.ca_file = options.ca_file;
+    }
+    pull.insecure_registries = options.insecure_registries;
+    const images::ImageStore& held = *store;
+    pull.have_blob = [&held](const images::Digest& digest) {
+        return held.has_blob(digest);
+    };
+    // The layout is written beneath the store's own temporary directory, by descriptor.
+    auto staging = store->make_staging();
+    if (!staging) {
+        return fail("pull", staging.error());
+    }
+    auto pulled = images::pull_to_layout(*reference, pull, staging->fd());
+    if (!pulled) {
+        const Errc code = pulled.error().code;
+        return fail("pull", pulled.error(),
+                    code == Errc::kInvalidArgument || code == Errc::kResourceExhausted
+                        ? kExitDataError
+                        : 1);
+    }
+    const images::ImportOptions import_options{.name = name,
+                                               .preserve_owner = privileged_caller(),
+                                               .max_bytes = *max_bytes,
+                                               .max_entries = options.max_entries};
+    auto imported = images::import_layout(*store, staging->fd(), "", "docker://" + reference->str(),
+                                          import_options);
+    if (!imported) {
+        const Errc code = imported.error().code;
+        return fail("pull", imported.error(),
+                    code == Errc::kInvalidArgument || code == Errc::kResourceExhausted
+                        ? kExitDataError
+                        : 1);
+    }
+    const images::StoredImage& image = imported->image;
+    if (options.json) {
+        json out = image_json(image);
+        out["bytes_fetched"] = pulled->bytes_fetched;
+        out["blobs_skipped"] = pulled->blobs_skipped;
+        fmt::print("{}\n", out.dump(2));
+        return 0;
+    }
+    fmt::print("{} {} ({} files, {}; fetched {}, {} blobs already here)\n", image.name,
+               image.digest.str(), image.entries, size_text(image.size),
+               size_text(pulled->bytes_fetched), pulled->blobs_skipped);
     return 0;
 }
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace stockade::runner {
 
@@ -13,6 +14,10 @@ struct ImageOptions {
     std::string max_size = "8G";  // import: uncompressed bytes, all layers together
     uint64_t max_entries = 1'000'000;
     bool json = false;
+    // pull
+    std::string authfile{};  // --authfile; else $REGISTRY_AUTH_FILE, containers', docker's
+    std::string ca_file{};   // --ca-file PEM, trusted besides the system's CAs
+    std::vector<std::string> insecure_registries{};  // --insecure-registry HOST:PORT (loopback)
 };
 
 // The store an image verb, or --image, uses: `flag` if given, else the default.
@@ -21,6 +26,9 @@ std::string image_store_dir(const std::string& flag);
 // Exit 0; 65 when the image is refused (a hostile entry, a digest mismatch, a missing blob, a
 // limit), 66 when the input is not there, 1 on other errors.
 int image_import_command(const ImageOptions& options);
+// `image pull REF`: input is the reference; name defaults to it as given. Exit codes as
+// import's; a registry that cannot be reached or refuses the credentials is 1.
+int image_pull_command(const ImageOptions& options);
 int image_list_command(const ImageOptions& options);
 int image_inspect_command(const ImageOptions& options);
 int image_rm_command(const ImageOptions& options);

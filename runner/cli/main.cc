@@ -290,8 +290,10 @@ int main(int argc, char** argv) {
     sessions_kill->add_option("ids", sessions_options.ids, "The ids of the sessions to end")
         ->required();
 
-    CLI::App* image = app.add_subcommand(
-        "image", "The image store: import images, list, inspect and remove them (docs/images.md)");
+    CLI::App* image =
+        app.add_subcommand("image",
+                           "The image store: import and pull images, list, inspect and remove them "
+                           "(docs/images.md)");
     image->require_subcommand(1);
     stockade::runner::ImageOptions image_options;
     CLI::App* image_import = image->add_subcommand(
@@ -312,6 +314,27 @@ int main(int argc, char** argv) {
                              "Refuse an image with more archive entries than this (default "
                              "1000000)");
     image_import->add_flag("--json", image_options.json, "Print the imported image as JSON");
+    CLI::App* image_pull = image->add_subcommand(
+        "pull", "Pull an image from a registry: stockade image pull debian:12 [--name NAME]");
+    image_pull
+        ->add_option("reference", image_options.input,
+                     "REGISTRY/REPOSITORY[:TAG][@sha256:…]; docker.io when no registry is "
+                     "given; a digest pins it (a mismatch is refused)")
+        ->required();
+    image_pull->add_option("--name", image_options.name,
+                           "The image's name in the store (default: the reference as given)");
+    image_pull->add_option("--authfile", image_options.authfile,
+                           "Credentials, a containers auth.json or docker config.json (default: "
+                           "$REGISTRY_AUTH_FILE, else $XDG_RUNTIME_DIR/containers/auth.json, "
+                           "else ~/.docker/config.json)");
+    image_pull->add_option("--ca-file", image_options.ca_file,
+                           "A PEM of CA certificates to trust besides the system's");
+    image_pull->add_option("--insecure-registry", image_options.insecure_registries,
+                           "HOST:PORT reached over plain HTTP; loopback addresses only "
+                           "(repeatable)");
+    image_pull->add_option("--max-size", image_options.max_size,
+                           "Refuse an image holding more than this uncompressed (default 8G)");
+    image_pull->add_flag("--json", image_options.json, "Print the pulled image as JSON");
     CLI::App* image_list = image->add_subcommand("list", "List the images");
     image_list->add_flag("--json", image_options.json,
                          "Print a JSON array of {name, digest, size, entries, source, created, "
@@ -325,7 +348,8 @@ int main(int argc, char** argv) {
     CLI::App* image_gc = image->add_subcommand(
         "gc", "Delete the trees and blobs no name points at and no running session uses");
     image_gc->add_flag("--json", image_options.json, "Print what was removed as JSON");
-    for (CLI::App* verb : {image_import, image_list, image_inspect, image_rm, image_gc}) {
+    for (CLI::App* verb :
+         {image_import, image_pull, image_list, image_inspect, image_rm, image_gc}) {
         verb->add_option("--image-store", image_options.store,
                          "The image store (default: $STOCKADE_IMAGE_STORE, else the state "
                          "directory's images/)");
@@ -405,6 +429,9 @@ int main(int argc, char** argv) {
     }
     if (image_import->parsed()) {
         return stockade::runner::image_import_command(image_options);
+    }
+    if (image_pull->parsed()) {
+        return stockade::runner::image_pull_command(image_options);
     }
     if (image_list->parsed()) {
         return stockade::runner::image_list_command(image_options);

@@ -7,6 +7,7 @@
 
 #include <csignal>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,94 @@ TEST_F(ImageTest, RunSeesTheImagesRootAndNotTheHosts) {
     // Files the image gives root are never a host user's inside: the overflow uid, or the
     // caller's own only where it owns them (an unprivileged import).
     EXPECT_THAT(run.out, Not(HasSubstr("\n0\n")));
+}
+
+// The session worker needs nothing of the image: one `serve --image` session on an image of
+// busybox-static alone, every tool called over stdio. grep and glob run ripgrep, which this
+// image lacks: they say so.
+TEST_F(ImageTest, ServeSessionToolsWorkOnAnImageWithoutLibc) {
+    IMPORT_BUSYBOX_OR_SKIP();
+    if (!has_namespaces()) {
+        GTEST_SKIP() << "no namespace isolation for this caller here: an image needs it";
+    }
+    const std::string file = workspace_ + "/notes.txt";
+    const std::vector<std::pair<std::string, json>> calls = {
+        {"write", {{"file_path", file}, {"content", "one\ntwo\n"}}},
+        {"read", {{"file_path", file}}},
+        {"edit", {{"file_path", file}, {"old_string", "two"}, {"new_string", "three"}}},
+        {"bash", {{"command", "cat /etc/os-release; ls /usr/share"}}},
+        {"process", {{"action", "start"}, {"command", "echo started; sleep 1"}}},
+        {"glob", {{"pattern", "*.txt"}}},
+        {"grep", {{"pattern", "three"}}},
+    };
+    // A client that sends each call after the answer to the one before (calls of a session
+    // may run at once, and these depend on each other), then closes stdin.
+    const std::string client = R"py(
+import json, subprocess, sys
+serve = subprocess.Popen(sys.argv[2:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+for line in open(sys.argv[1]):
+    message = json.loads(line)
+    serve.stdin.write(line)
+    serve.stdin.flush()
+    if "id" in message:
+        print(serve.stdout.readline(), end="", flush=True)
+serve.stdin.close()
+sys.exit(serve.wait())
+)py";
+    std::string input =
+        json{{"jsonrpc", "2.0"},
+             {"id", 0},
+             {"method", "initialize"},
+             {"params",
+              {{"protocolVersion", "2025-11-25"},
+               {"capabilities", json::object()},
+               {"clientInfo", {{"name", "image-test"}, {"version", "1"}}}}}}
+            .dump() +
+        "\n" + json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}}.dump() + "\n";
+    for (size_t i = 0; i < calls.size(); ++i) {
+        input += json{{"jsonrpc", "2.0"},
+                      {"id", i + 1},
+                      {"method", "tools/call"},
+                      {"params", {{"name", calls[i].first}, {"arguments", calls[i].second}}}}
+                     .dump() +
+                 "\n";
+    }
+    const std::string messages = root_.write_file("messages.jsonl", input);
+    RunConfig config;
+    config.env.push_back("STOCKADE_IMAGE_STORE=" + store_);
+    config.cwd = workspace_;
+    const RunResult served =
+        run_process({"/usr/bin/python3", "-c", client, messages, stockade_path(), "serve",
+                     "--workspace", workspace_, "--image", "busybox:test", "--mode", "ci"},
+                    config);
+    std::map<int, json> results;
+    for (const std::string& line : split_lines(served.out)) {
+        const json message = json::parse(line, nullptr, false);
+        if (message.is_object() && message.contains("id") && message["id"].is_number()) {
+            results[message["id"].get<int>()] = message;
+        }
+    }
+    auto text = [&](int id) {
+        std::string out;
+        if (results.contains(id) && results[id].contains("result")) {
+            for (const json& part : results[id]["result"]["content"]) {
+                out += part.value("text", "");
+            }
+        }
+        return out;
+    };
+    auto failed = [&](int id) {
+        return !results.contains(id) || !results[id].contains("result") ||
+               results[id]["result"].value("isError", false);
+    };
+    ASSERT_EQ(results.size(), calls.size() + 1) << served.describe();
+    for (int id = 1; id <= 5; ++id) {
+        EXPECT_FALSE(failed(id)) << calls[static_cast<size_t>(id - 1)].first << ": " << text(id);
+    }
+    EXPECT_THAT(text(2), HasSubstr("two"));
+    EXPECT_EQ(read_file_text(file), "one\nthree\n");
+    EXPECT_THAT(text(4), HasSubstr("Stockade busybox test"));
+    EXPECT_THAT(text(6) + text(7), HasSubstr("ripgrep"));
 }
 
 TEST_F(ImageTest, ImageNeedsAMountNamespace) {

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +29,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/unique_fd.h"
+#include "images/import.h"
 #include "images/registry_client.h"
+#include "images/store.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/matchers.h"
 
@@ -604,6 +607,65 @@ TEST_F(RegistryPullTest, BlobsTheStoreHasAreNotFetched) {
     const auto contents = layout_contents(layout_);
     ASSERT_EQ(contents.second.size(), 1U);
     EXPECT_EQ("sha256:" + contents.second.begin()->first, registries->amd64_digest);
+}
+
+// What a tree holds, for comparing two of them: relative path -> type, mode (without setuid and
+// setgid, which the store strips) and content or link text.
+std::map<std::string, std::string> tree_listing(const fs::path& root) {
+    std::map<std::string, std::string> out;
+    for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator();
+         ++it) {
+        const fs::path& path = it->path();
+        struct stat st {};
+        if (::lstat(path.c_str(), &st) != 0) {
+            continue;
+        }
+        const std::string rel = fs::relative(path, root).string();
+        const unsigned mode = st.st_mode & 01777;
+        if (S_ISLNK(st.st_mode)) {
+            out[rel] = "link " + fs::read_symlink(path).string();
+        } else if (S_ISDIR(st.st_mode)) {
+            out[rel] = fmt::format("dir {:o}", mode);
+        } else if (S_ISREG(st.st_mode)) {
+            out[rel] = fmt::format("file {:o} {}", mode, read_text(path));
+        }
+    }
+    return out;
+}
+
+// The whole way: a pull into the store's layout, imported as any layout is, gives the image's
+// own digest and the tree `umoci unpack` makes of the same image.
+TEST_F(RegistryPullTest, APulledImageIsTheTreeUmociUnpacks) {
+    auto store =
+        ImageStore::open((registries->dir / fmt::format("store-{}", counter_++)).string(), true);
+    ASSERT_THAT(store, IsOk());
+    auto pulled = pull(registries->tls("test/app:v1"), secure_options());
+    ASSERT_THAT(pulled, IsOk());
+    auto imported = import_layout(*store, layout_fd_.get(), "", "docker://test/app:v1",
+                                  ImportOptions{.name = "app:v1"});
+    ASSERT_THAT(imported, IsOk());
+    EXPECT_EQ(imported->image.digest.str(), registries->amd64_digest);
+    // The umoci layout the registry was filled from, imported directly: the same image.
+    auto direct = import_image(*store, (registries->dir / "oci").string() + ":v1",
+                               ImportOptions{.name = "direct"});
+    ASSERT_THAT(direct, IsOk());
+    EXPECT_EQ(direct->image.digest, imported->image.digest);
+    EXPECT_TRUE(direct->already_present);
+
+    const fs::path bundle = registries->dir / fmt::format("bundle-{}", counter_++);
+    must(fmt::format("umoci unpack {} --image {}:v1 {}", ::geteuid() == 0 ? "" : "--rootless",
+                     (registries->dir / "oci").string(), bundle.string()));
+    auto umoci = tree_listing(bundle / "rootfs");
+    auto ours = tree_listing(fs::path(store->dir().path()) / "trees" /
+                             std::string(imported->image.digest.hex()));
+    // The placeholders our importer adds for the files a sandbox generates.
+    for (const char* name : kGeneratedEtcFiles) {
+        if (!umoci.contains(std::string("etc/") + name)) {
+            ours.erase(std::string("etc/") + name);
+        }
+    }
+    EXPECT_EQ(ours, umoci);
+    EXPECT_THAT(ours["hello.txt"], HasSubstr("hello from the registry test"));
 }
 
 // The hostile registry, one misbehaviour per repository.
