@@ -1,8 +1,8 @@
 // A piece of untrusted text quoted for an error message: a field of an image manifest, a
 // reference typed by a user, a registry's header. Control bytes, quotes and bytes past ASCII are
 // escaped so that the text cannot end the message early or forge a log line, and a long text is
-// cut so that one document cannot fill a log. (network/quote.h is the same rule; it predates
-// this one.)
+// cut so that one document cannot fill a log. The network proxy quotes what a sandbox sends
+// (a request line, a host) with it too.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/quote.h"
+#include "images/ascii.h"
 
 namespace stockade::images {
 namespace {
@@ -23,16 +24,6 @@ bool is_tchar(char c) {
 bool is_token68_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
            c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-}
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') {
-            c = static_cast<char>(c - 'A' + 'a');
-        }
-    }
-    return out;
 }
 
 class Parser {
@@ -165,7 +156,7 @@ private:
         if (scheme.empty()) {
             return fail("expected an auth scheme");
         }
-        challenge.scheme = lower(scheme);
+        challenge.scheme = ascii_lower(scheme);
         if (at_end() || peek() == ',') {
             return challenge;
         }
@@ -207,7 +198,7 @@ private:
                     return fail(fmt::format("parameter {} has no value", quote(name)));
                 }
             }
-            std::string key = lower(name);
+            std::string key = ascii_lower(name);
             for (const auto& [seen, unused] : challenge.params) {
                 if (seen == key) {
                     return fail(fmt::format("parameter {} given twice", quote(key)));
@@ -234,13 +225,13 @@ private:
 };
 
 bool starts_with_icase(std::string_view text, std::string_view prefix) {
-    return text.size() >= prefix.size() && lower(text.substr(0, prefix.size())) == prefix;
+    return text.size() >= prefix.size() && ascii_lower(text.substr(0, prefix.size())) == prefix;
 }
 
 }  // namespace
 
 std::optional<std::string_view> AuthChallenge::param(std::string_view name) const {
-    const std::string key = lower(name);
+    const std::string key = ascii_lower(name);
     for (const auto& [param_name, value] : params) {
         if (param_name == key) {
             return value;

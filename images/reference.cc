@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "common/parse.h"
 #include "common/quote.h"
+#include "images/ascii.h"
 
 namespace stockade::images {
 namespace {
@@ -40,16 +42,6 @@ bool has_upper(std::string_view text) {
         }
     }
     return false;
-}
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') {
-            c = static_cast<char>(c - 'A' + 'a');
-        }
-    }
-    return out;
 }
 
 // What is wrong with one path component, or nullopt: alpha-numeric (separator alpha-numeric)*,
@@ -156,7 +148,7 @@ Result<std::string> parse_registry(std::string_view whole, std::string_view doma
     // Host names are case-insensitive, so the canonical form writes them in lower case — unless
     // upper case is all that made this a registry ("Intranet/x"): lower-cased, it would read back
     // as a Docker Hub repository.
-    std::string registry = lower(domain);
+    std::string registry = ascii_lower(domain);
     if (registry.find_first_of(".:") == std::string::npos && registry != "localhost") {
         registry = std::string(domain);
     }

@@ -10,6 +10,7 @@
 #include "common/json_depth.h"
 #include "common/quote.h"
 #include "common/syscall.h"
+#include "images/ascii.h"
 
 namespace stockade::images {
 namespace {
@@ -25,16 +26,6 @@ std::optional<std::filesystem::path> env_path(const char* name) {
         return std::nullopt;
     }
     return std::filesystem::path(value);
-}
-
-std::string lower(std::string_view text) {
-    std::string out(text);
-    for (char& c : out) {
-        if (c >= 'A' && c <= 'Z') {
-            c = static_cast<char>(c - 'A' + 'a');
-        }
-    }
-    return out;
 }
 
 Error entry_error(std::string_view key, std::string_view problem) {
@@ -113,14 +104,14 @@ AuthFileCandidates auth_file_candidates(const AuthFileSources& sources) {
 std::optional<std::string> normalize_auth_key(std::string_view key) {
     bool had_scheme = false;
     for (std::string_view scheme : {"https://", "http://"}) {
-        if (key.size() >= scheme.size() && lower(key.substr(0, scheme.size())) == scheme) {
+        if (key.size() >= scheme.size() && ascii_lower(key.substr(0, scheme.size())) == scheme) {
             key.remove_prefix(scheme.size());
             had_scheme = true;
             break;
         }
     }
     const std::size_t slash = key.find('/');
-    std::string host = lower(key.substr(0, slash));
+    std::string host = ascii_lower(key.substr(0, slash));
     std::string path;
     if (slash != std::string_view::npos && !had_scheme) {
         path = std::string(key.substr(slash + 1));

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "network/quote.h"
+#include "common/quote.h"
 
 namespace stockade::network {
 namespace {

@@ -13,7 +13,7 @@
 
 #include "common/crypto.h"
 #include "common/parse.h"
-#include "network/quote.h"
+#include "common/quote.h"
 
 namespace stockade::network {
 namespace {
