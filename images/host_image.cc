@@ -107,14 +107,16 @@ Result<Image> load_image(std::string_view name) {
 
 void add_image(const Image& image, sandbox::SandboxSpec& spec) {
     if (image.stored()) {
-        add_stored_tree(*image.tree, spec);
+        add_stored_tree(*image.tree, image.build_root, spec);
     } else {
         spec.binds.insert(spec.binds.begin(), image.binds.begin(), image.binds.end());
         spec.symlinks.insert(spec.symlinks.end(), image.symlinks.begin(), image.symlinks.end());
     }
-    const std::string home = "/tmp";
-    spec.files.push_back({"/etc/passwd", make_passwd(spec.identity, home), 0644});
-    spec.files.push_back({"/etc/group", make_group(spec.identity), 0644});
+    if (!image.build_root) {
+        const std::string home = "/tmp";
+        spec.files.push_back({"/etc/passwd", make_passwd(spec.identity, home), 0644});
+        spec.files.push_back({"/etc/group", make_group(spec.identity), 0644});
+    }
     spec.files.push_back({"/etc/hosts", make_hosts(spec.hostname), 0644});
     spec.files.push_back({"/etc/hostname", spec.hostname + "\n", 0644});
 }

@@ -35,6 +35,10 @@ struct Image {
     // A stored image: its tree, held open (and from `gc`) for as long as a copy of this Image
     // lives. Empty for the host image.
     std::optional<HeldTree> tree{};
+    // `stockade image build`: the tree is a copy being built, not the store's. Its directories
+    // are bound writable, and its own /etc/passwd and /etc/group stay (what the packages in it
+    // put there), rather than the generated ones.
+    bool build_root = false;
 
     [[nodiscard]] bool stored() const noexcept { return tree.has_value(); }
 };
@@ -46,6 +50,9 @@ Result<Image> load_image(std::string_view name);
 
 // An image of the store: `ref` is NAME, NAME@sha256:… or sha256:… (ImageStore::find).
 Result<Image> load_stored_image(const ImageStore& store, std::string_view ref);
+
+// The tree being built at `dir` (a copy of a stored image's: unpack_image), as build_root.
+Image build_root_image(HostDir dir);
 
 // Adds the image's binds, symlinks and generated files to `spec` (identity and hostname must
 // already be set: passwd and hosts are generated from them), ahead of the binds already there.

@@ -118,7 +118,8 @@ Status make_etc_placeholders(int tree) {
             return errno_error("replace the image's /etc, which is not a directory", errno);
         }
     }
-    if (::mkdirat(tree, "etc", 0755) != 0 && errno != EEXIST) {
+    const bool made_etc = ::mkdirat(tree, "etc", 0755) == 0;
+    if (!made_etc && errno != EEXIST) {
         return errno_error("make the image's /etc", errno);
     }
     const int etc = ::openat(tree, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -126,6 +127,14 @@ Status make_etc_placeholders(int tree) {
         return errno_error("open the image's /etc", errno);
     }
     const UniqueFd etc_fd(etc);
+    // The placeholders, and /etc around them, keep fixed times: two unpackings of one image
+    // are the same tree (what `image build` compares its steps' changes against).
+    struct stat etc_st {};
+    if (::fstat(etc, &etc_st) != 0) {
+        return errno_error("stat the image's /etc", errno);
+    }
+    bool made = false;
+    const struct timespec epoch[2] = {{0, 0}, {0, 0}};
     for (const char* name : kGeneratedEtcFiles) {
         if (::fstatat(etc, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
             if (S_ISREG(st.st_mode)) {
@@ -138,9 +147,37 @@ Status make_etc_placeholders(int tree) {
         if (fd < 0) {
             return errno_error(fmt::format("make /etc/{} in the image", name), errno);
         }
-        ::close(fd);
+        const UniqueFd placeholder(fd);
+        if (::futimens(placeholder.get(), epoch) != 0) {
+            return errno_error(fmt::format("set the time of /etc/{} in the image", name), errno);
+        }
+        made = true;
+    }
+    if (made) {
+        const struct timespec kept[2] = {etc_st.st_atim, etc_st.st_mtim};
+        if (::futimens(etc, made_etc ? epoch : kept) != 0) {
+            return errno_error("set the time of the image's /etc", errno);
+        }
     }
     return {};
+}
+
+// Applies `layers` (blobs of the store), lowest first, beneath `tree_fd`, and makes the /etc
+// placeholders.
+Result<ApplyStats> write_tree(const ImageStore& store, const std::vector<Digest>& layers,
+                              int tree_fd, const ImportOptions& options) {
+    LayerApplier applier(tree_fd, ApplyOptions{.preserve_owner = options.preserve_owner,
+                                               .max_bytes = options.max_bytes,
+                                               .max_entries = options.max_entries});
+    for (size_t i = 0; i < layers.size(); ++i) {
+        ASSIGN_OR_RETURN(UniqueFd blob, store.open_blob(layers[i]));
+        RETURN_IF_ERROR(applier.apply(LayerSource::from_fd(
+            fmt::format("layer {} of {} ({})", i + 1, layers.size(), layers[i].str()),
+            blob.get())));
+    }
+    RETURN_IF_ERROR(applier.finish());
+    RETURN_IF_ERROR(make_etc_placeholders(tree_fd));
+    return applier.stats();
 }
 
 // The heart of every import: a manifest (or an index, resolved for this host) whose blobs
@@ -206,18 +243,11 @@ Result<ImportResult> import_manifest(ImageStore& store, ImageStore::Staging& sta
         return errno_error("open the image's tree", errno);
     }
     const UniqueFd tree(tree_fd);
-    LayerApplier applier(tree.get(), ApplyOptions{.preserve_owner = options.preserve_owner,
-                                                  .max_bytes = options.max_bytes,
-                                                  .max_entries = options.max_entries});
-    for (size_t i = 0; i < manifest.layers.size(); ++i) {
-        const Descriptor& layer = manifest.layers[i];
-        ASSIGN_OR_RETURN(UniqueFd blob, store.open_blob(layer.digest));
-        RETURN_IF_ERROR(applier.apply(LayerSource::from_fd(
-            fmt::format("layer {} of {} ({})", i + 1, manifest.layers.size(), layer.digest.str()),
-            blob.get())));
+    std::vector<Digest> layers;
+    for (const Descriptor& layer : manifest.layers) {
+        layers.push_back(layer.digest);
     }
-    RETURN_IF_ERROR(applier.finish());
-    RETURN_IF_ERROR(make_etc_placeholders(tree.get()));
+    ASSIGN_OR_RETURN(ApplyStats stats, write_tree(store, layers, tree.get(), options));
     ASSIGN_OR_RETURN(TreeCount count, count_tree(tree.get()));
 
     StoredImage& image = result.image;
@@ -231,7 +261,7 @@ Result<ImportResult> import_manifest(ImageStore& store, ImageStore::Staging& sta
     image.entries = count.entries;
     image.source = source;
     image.os_release = read_os_release(tree.get());
-    image.stats = applier.stats();
+    image.stats = stats;
     RETURN_IF_ERROR(store.publish(staging.fd(), "tree", image));
     ASSIGN_OR_RETURN(StoredImage published, store.metadata(digest));
     published.name = options.name;
@@ -583,9 +613,8 @@ Result<Digest> uncompressed_digest(int fd) {
     return Digest::from_sha256(hasher.finish());
 }
 
-// A root file system tar: a one-layer image of ours around it.
-Result<ImportResult> import_rootfs(ImageStore& store, ImageStore::Staging& staging, int fd,
-                                   const std::string& source, const ImportOptions& options) {
+// The digest and size of the whole file `fd`, read from its start.
+Result<std::pair<Digest, uint64_t>> digest_file(int fd) {
     if (::lseek(fd, 0, SEEK_SET) != 0) {
         return errno_error("rewind the archive", errno);
     }
@@ -602,7 +631,28 @@ Result<ImportResult> import_rootfs(ImageStore& store, ImageStore::Staging& stagi
         hasher.update(std::string_view(buf.data(), static_cast<size_t>(n)));
     }
     const uint64_t size = hasher.size();
-    const Digest layer = Digest::from_sha256(hasher.finish());
+    return std::pair{Digest::from_sha256(hasher.finish()), size};
+}
+
+// An opener of the file `fd` as the blob `digest`, and of `documents` otherwise.
+BlobOpener with_file(int fd, const Digest& digest, BlobOpener documents) {
+    return [fd, digest, documents = std::move(documents)](const Digest& d) -> Result<UniqueFd> {
+        if (d == digest) {
+            const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+            if (dup < 0 || ::lseek(dup, 0, SEEK_SET) != 0) {
+                return errno_error("reopen the archive", errno);
+            }
+            return UniqueFd(dup);
+        }
+        return documents(d);
+    };
+}
+
+// A root file system tar: a one-layer image of ours around it.
+Result<ImportResult> import_rootfs(ImageStore& store, ImageStore::Staging& staging, int fd,
+                                   const std::string& source, const ImportOptions& options) {
+    ASSIGN_OR_RETURN(const auto digested, digest_file(fd));
+    const auto& [layer, size] = digested;
     ASSIGN_OR_RETURN(LayerCompression compression, sniff_compression(fd));
     Digest diff_id = layer;
     if (compression != LayerCompression::kNone) {
@@ -623,21 +673,70 @@ Result<ImportResult> import_rootfs(ImageStore& store, ImageStore::Staging& stagi
     std::map<std::string, ExtractedFile> files;
     RETURN_IF_ERROR(add_document(staging.fd(), files, "(config)", config_text));
     RETURN_IF_ERROR(add_document(staging.fd(), files, "(manifest)", manifest));
-    BlobOpener documents = extracted_opener(staging.fd(), files);
-    BlobOpener open = [&](const Digest& digest) -> Result<UniqueFd> {
-        if (digest == layer) {
-            const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-            if (dup < 0 || ::lseek(dup, 0, SEEK_SET) != 0) {
-                return errno_error("reopen the archive", errno);
-            }
-            return UniqueFd(dup);
-        }
-        return documents(digest);
-    };
+    const BlobOpener open = with_file(fd, layer, extracted_opener(staging.fd(), files));
     return import_manifest(store, staging, open, Digest::of(manifest), "rootfs", source, options);
 }
 
 }  // namespace
+
+Status unpack_image(const ImageStore& store, const StoredImage& image, int dir_fd,
+                    const ImportOptions& options) {
+    ASSIGN_OR_RETURN(ApplyStats stats, write_tree(store, image.layers, dir_fd, options));
+    (void)stats;
+    return {};
+}
+
+Result<ImportResult> import_with_layer(ImageStore& store, const StoredImage& base, int layer_fd,
+                                       const std::string& created_by, const std::string& source,
+                                       const ImportOptions& options) {
+    if (!options.name.empty()) {
+        RETURN_IF_ERROR(check_image_name(options.name));
+    }
+    ASSIGN_OR_RETURN(const auto digested, digest_file(layer_fd));
+    const auto& [layer, size] = digested;
+    ASSIGN_OR_RETURN(UniqueFd config_blob, store.open_blob(base.config));
+    ASSIGN_OR_RETURN(std::string config_text, read_all(config_blob.get(), kMaxDocumentBytes));
+    ASSIGN_OR_RETURN(UniqueFd manifest_blob, store.open_blob(base.digest));
+    ASSIGN_OR_RETURN(std::string base_manifest, read_all(manifest_blob.get(), kMaxDocumentBytes));
+    json config = json::parse(config_text, nullptr, false);
+    const json manifest_json = json::parse(base_manifest, nullptr, false);
+    if (!config.is_object() || !config["rootfs"]["diff_ids"].is_array() ||
+        !manifest_json.is_object() || !manifest_json["layers"].is_array()) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("image {}: its manifest or config is not one an image can be "
+                                 "built on",
+                                 base.digest.str())};
+    }
+    // History has one entry per layer (and none that is empty): the base's, made up where it
+    // has none, then this layer's.
+    json& history = config["history"];
+    if (!history.is_array()) {
+        history = json::array();
+        for (size_t i = 0; i < base.layers.size(); ++i) {
+            history.push_back(json{{"comment", "from " + base.digest.str()}});
+        }
+    }
+    history.push_back(json{{"created_by", created_by}});
+    config["rootfs"]["diff_ids"].push_back(layer.str());
+    config_text = config.dump();
+    std::vector<json> layers(manifest_json["layers"].begin(), manifest_json["layers"].end());
+    layers.push_back(descriptor_json(media_type::kOciLayer, layer, size));
+    const std::string manifest = make_manifest(Digest::of(config_text), config_text.size(), layers);
+
+    ASSIGN_OR_RETURN(ImageStore::Staging staging, store.make_staging());
+    std::map<std::string, ExtractedFile> files;
+    RETURN_IF_ERROR(add_document(staging.fd(), files, "(config)", config_text));
+    RETURN_IF_ERROR(add_document(staging.fd(), files, "(manifest)", manifest));
+    const BlobOpener documents = extracted_opener(staging.fd(), files);
+    const BlobOpener open = with_file(layer_fd, layer, [&](const Digest& d) -> Result<UniqueFd> {
+        auto doc = documents(d);
+        if (!doc && store.has_blob(d)) {
+            return store.open_blob(d);
+        }
+        return doc;
+    });
+    return import_manifest(store, staging, open, Digest::of(manifest), "build", source, options);
+}
 
 Result<ImportResult> import_layout(ImageStore& store, int layout_fd, const std::string& ref,
                                    const std::string& source, const ImportOptions& options) {

@@ -52,6 +52,18 @@ Result<ImportResult> import_image(ImageStore& store, const std::string& path,
 Result<ImportResult> import_layout(ImageStore& store, int layout_fd, const std::string& ref,
                                    const std::string& source, const ImportOptions& options);
 
+// Writes the tree of `image` (its layers, from the store's blobs) beneath the empty directory
+// `dir_fd`, as an import would: what `stockade image build` runs its steps over.
+Status unpack_image(const ImageStore& store, const StoredImage& image, int dir_fd,
+                    const ImportOptions& options);
+
+// A new image: `base` with the layer in `layer_fd` (an uncompressed tar: layer_diff.h) on top,
+// its config's history saying `created_by`. Imported as import_layout does, so the store holds
+// its tree; `source` says where it came from ("build:FILE").
+Result<ImportResult> import_with_layer(ImageStore& store, const StoredImage& base, int layer_fd,
+                                       const std::string& created_by, const std::string& source,
+                                       const ImportOptions& options);
+
 // The files a sandbox generates in /etc, over the image's own.
 inline constexpr const char* kGeneratedEtcFiles[] = {"passwd", "group", "hosts", "hostname",
                                                      "resolv.conf"};

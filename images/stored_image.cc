@@ -24,6 +24,7 @@ constexpr int kMaxSpliceDepth = 16;
 
 struct Splicer {
     std::vector<std::string> targets;  // of the binds already in the spec
+    bool writable = false;
     std::vector<sandbox::Bind> binds{};
     std::vector<sandbox::Symlink> symlinks{};
 
@@ -63,9 +64,9 @@ struct Splicer {
                         continue;
                     }
                 }
-                binds.push_back(sandbox::Bind{.source = from, .target = to});
+                binds.push_back(sandbox::Bind{.source = from, .target = to, .writable = writable});
             } else if (S_ISREG(entry.st.st_mode)) {
-                binds.push_back(sandbox::Bind{.source = from, .target = to});
+                binds.push_back(sandbox::Bind{.source = from, .target = to, .writable = writable});
             }
             // Nothing else is in a stored tree: the importer skips devices, FIFOs and sockets.
         }
@@ -74,18 +75,28 @@ struct Splicer {
 
 }  // namespace
 
-void add_stored_tree(const HeldTree& tree, sandbox::SandboxSpec& spec) {
-    Splicer splicer;
+void add_stored_tree(const HeldTree& tree, bool writable, sandbox::SandboxSpec& spec) {
+    Splicer splicer{.targets = {}, .writable = writable};
     for (const sandbox::Bind& bind : spec.binds) {
         splicer.targets.push_back(bind.target);
     }
     splicer.add(tree.dir.fd(), tree.dir.path(), "", 0);
+    if (writable) {
+        for (const sandbox::Bind& bind : splicer.binds) {
+            spec.writable_paths.push_back(bind.target);
+        }
+    }
     // The host's resolver over the image's placeholder (the importer makes one), as the host
     // image has it.
     splicer.binds.push_back(sandbox::Bind{
         .source = "/etc/resolv.conf", .target = "/etc/resolv.conf", .optional = true});
     spec.binds.insert(spec.binds.begin(), splicer.binds.begin(), splicer.binds.end());
     spec.symlinks.insert(spec.symlinks.end(), splicer.symlinks.begin(), splicer.symlinks.end());
+}
+
+Image build_root_image(HostDir dir) {
+    return Image{
+        .name = "(being built)", .tree = HeldTree{.dir = std::move(dir)}, .build_root = true};
 }
 
 Result<Image> load_stored_image(const ImageStore& store, std::string_view ref) {

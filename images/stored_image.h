@@ -8,6 +8,7 @@
 namespace stockade::images {
 
 // See add_image in image.h.
-void add_stored_tree(const HeldTree& tree, sandbox::SandboxSpec& spec);
+// `writable`: bound writable, and Landlock lets the sandbox write there (a build root).
+void add_stored_tree(const HeldTree& tree, bool writable, sandbox::SandboxSpec& spec);
 
 }  // namespace stockade::images

@@ -12,6 +12,7 @@
 #include "runner/cli/doctor_command.h"
 #include "runner/cli/exit_codes.h"
 #include "runner/cli/http_serve.h"
+#include "runner/cli/image_build.h"
 #include "runner/cli/image_command.h"
 #include "runner/cli/policy_command.h"
 #include "runner/cli/run_command.h"
@@ -290,10 +291,10 @@ int main(int argc, char** argv) {
     sessions_kill->add_option("ids", sessions_options.ids, "The ids of the sessions to end")
         ->required();
 
-    CLI::App* image =
-        app.add_subcommand("image",
-                           "The image store: import and pull images, list, inspect and remove them "
-                           "(docs/images.md)");
+    CLI::App* image = app.add_subcommand(
+        "image",
+        "The image store: import, pull and build images, list, inspect and remove them "
+        "(docs/images.md)");
     image->require_subcommand(1);
     stockade::runner::ImageOptions image_options;
     CLI::App* image_import = image->add_subcommand(
@@ -348,6 +349,52 @@ int main(int argc, char** argv) {
     CLI::App* image_gc = image->add_subcommand(
         "gc", "Delete the trees and blobs no name points at and no running session uses");
     image_gc->add_flag("--json", image_options.json, "Print what was removed as JSON");
+    stockade::runner::ImageBuildOptions build_options;
+    CLI::App* image_build = image->add_subcommand(
+        "build",
+        "Build an image: a Debian root made by mmdebstrap (--suite), or an image of the store "
+        "(--from), then a recipe's steps, each in a sandbox: stockade image build NAME --suite "
+        "bookworm --include python3,git");
+    image_build->add_option("name", build_options.name, "The image's name in the store")
+        ->required();
+    image_build->add_option("--recipe", build_options.recipe,
+                            "A recipe file (TOML: suite or image, packages, run, allow; "
+                            "docs/images.md); the flags below add to it or replace its values");
+    image_build->add_option("--suite", build_options.suite,
+                            "Start from a Debian root of this suite, e.g. bookworm (mmdebstrap)");
+    image_build->add_option("--from", build_options.base,
+                            "Start from this image of the store instead, NAME or sha256:…");
+    image_build
+        ->add_option("--include", build_options.include,
+                     "Debian packages to install, comma-separated")
+        ->delimiter(',')
+        ->allow_extra_args(false);
+    image_build->add_option("--mirror", build_options.mirror,
+                            "The Debian mirror (default: mmdebstrap's, deb.debian.org)");
+    image_build->add_option("--variant", build_options.variant,
+                            "mmdebstrap's --variant (default minbase)");
+    image_build
+        ->add_option("--run", build_options.run,
+                     "A step: a shell command run as root in a sandbox over the image "
+                     "(repeatable; after the recipe's)")
+        ->allow_extra_args(false);
+    image_build
+        ->add_option("--allow", build_options.allow,
+                     "A host the steps may reach besides the registries preset, "
+                     "HOST[:PORT] (repeatable)")
+        ->allow_extra_args(false);
+    image_build
+        ->add_option("--resolve", build_options.resolve,
+                     "NAME[:PORT]=ADDRESS[:PORT]: where the steps' proxy connects for "
+                     "NAME (a mirror at a private address), as run's --resolve")
+        ->allow_extra_args(false);
+    image_build->add_option("--source-date-epoch", build_options.source_date_epoch,
+                            "Clamp every file's time to this (default: $SOURCE_DATE_EPOCH, else "
+                            "2024-01-01): the same inputs give the same digest");
+    image_build->add_flag("--json", build_options.json, "Print the built image as JSON");
+    image_build->add_option("--image-store", build_options.store,
+                            "The image store (default: $STOCKADE_IMAGE_STORE, else the state "
+                            "directory's images/)");
     for (CLI::App* verb :
          {image_import, image_pull, image_list, image_inspect, image_rm, image_gc}) {
         verb->add_option("--image-store", image_options.store,
@@ -391,9 +438,9 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::string where = "stockade";
-        for (CLI::App* verb :
-             {run, doctor, serve, call, policy, check, explain, token, sessions, sessions_list,
-              sessions_kill, image, image_import, image_list, image_inspect, image_rm, image_gc}) {
+        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token, sessions,
+                               sessions_list, sessions_kill, image, image_import, image_pull,
+                               image_build, image_list, image_inspect, image_rm, image_gc}) {
             if (verb->parsed()) {
                 where += " " + verb->get_name();
             }
@@ -432,6 +479,9 @@ int main(int argc, char** argv) {
     }
     if (image_pull->parsed()) {
         return stockade::runner::image_pull_command(image_options);
+    }
+    if (image_build->parsed()) {
+        return stockade::runner::image_build_command(build_options);
     }
     if (image_list->parsed()) {
         return stockade::runner::image_list_command(image_options);

@@ -188,29 +188,35 @@ int run_command(const RunOptions& flags) {
             SPDLOG_LOGGER_WARN(log, "{}", note);
         }
     }
+    return run_config(std::move(config), flags.network_policy, "run");
+}
+
+int run_config(SandboxConfig config, const PolicyFlags& network_flags, std::string_view label) {
+    auto log = log::get("runner");
+    const CallerContext caller = current_caller();
     // --network allowlist: the proxy and the rules it decides by, before anything runs. A
     // proxy that cannot start ends the run: never a silent fall back to no network or the host's.
     std::unique_ptr<policy::Policy> network_policy;
     std::unique_ptr<SandboxNetwork> network;
     if (config.network == NetworkMode::kAllowlist) {
-        auto rules = parse_policy_flags(flags.network_policy);
+        auto rules = parse_policy_flags(network_flags);
         if (!rules) {
-            fmt::print(stderr, "stockade run: {}\n", rules.error().message);
+            fmt::print(stderr, "stockade {}: {}\n", label, rules.error().message);
             return kExitUsage;
         }
         rules->mode = policy::Mode::kCi;  // nobody to ask: what no rule allows is refused
         std::vector<std::string> warnings;
         auto loaded = load_policy(*rules, config.workspace, warnings);
         if (!loaded) {
-            fmt::print(stderr, "stockade run: {}\n", loaded.error().message);
+            fmt::print(stderr, "stockade {}: {}\n", label, loaded.error().message);
             return kExitUsage;
         }
         for (const std::string& warning : warnings) {
-            fmt::print(stderr, "stockade run: warning: policy: {}\n", warning);
+            fmt::print(stderr, "stockade {}: warning: policy: {}\n", label, warning);
         }
         network_policy = std::make_unique<policy::Policy>(std::move(loaded).value());
         if (auto pinned = add_settings_pins(*network_policy, config.network_pins); !pinned) {
-            fmt::print(stderr, "stockade run: {}\n", pinned.error().message);
+            fmt::print(stderr, "stockade {}: {}\n", label, pinned.error().message);
             return kExitUsage;
         }
         auto started = SandboxNetwork::start(
@@ -219,7 +225,7 @@ int run_command(const RunOptions& flags) {
                                  .max_connections = config.network_max_connections,
                                  .bytes_per_second = config.network_bytes_per_second});
         if (!started) {
-            fmt::print(stderr, "stockade run: {}\n", started.error().message);
+            fmt::print(stderr, "stockade {}: {}\n", label, started.error().message);
             return kExitSetupFailed;
         }
         network = std::move(started).value();
@@ -242,25 +248,26 @@ int run_command(const RunOptions& flags) {
     }
     StartStage failed_at = StartStage::kSetup;
     StartOptions options{.label = "run", .failed_at = &failed_at};
-    options.before_launch = [&log](Isolation level, std::string_view shortfall) {
+    options.before_launch = [&log, label](Isolation level, std::string_view shortfall) {
         if (level == Isolation::kLandlock && !shortfall.empty()) {
             // A degraded mode: no mount view, no pid or network namespace. Say so, and why.
-            fmt::print(stderr, "stockade run: warning: {}; --isolation auto falls back to \"{}\"\n",
-                       shortfall, sandbox::isolation_name(level));
+            fmt::print(stderr, "stockade {}: warning: {}; --isolation auto falls back to \"{}\"\n",
+                       label, shortfall, sandbox::isolation_name(level));
         } else if (!shortfall.empty()) {
             SPDLOG_LOGGER_DEBUG(log, "isolation={} shortfall=\"{}\"",
                                 sandbox::isolation_name(level), shortfall);
         }
         if (level == Isolation::kNone) {
             fmt::print(stderr,
-                       "stockade run: WARNING: --isolation none: the command runs WITHOUT a "
-                       "sandbox (development only)\n");
+                       "stockade {}: WARNING: --isolation none: the command runs WITHOUT a "
+                       "sandbox (development only)\n",
+                       label);
         }
     };
     auto started = start_sandbox(config, caller, options);
     if (!started) {
         const Error& error = started.error();
-        fmt::print(stderr, "stockade run: {}\n", error.message);
+        fmt::print(stderr, "stockade {}: {}\n", label, error.message);
         switch (failed_at) {
             case StartStage::kIsolation:
                 return kExitUnavailable;
@@ -284,7 +291,7 @@ int run_command(const RunOptions& flags) {
         // What the command could not reach, where the person or job running it sees it.
         if (const std::string line = tools::network_refusals_line(network->all_refusals());
             !line.empty()) {
-            fmt::print(stderr, "stockade run: {}\n", line);
+            fmt::print(stderr, "stockade {}: {}\n", label, line);
         }
     }
     return status;

@@ -13,18 +13,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-// toml++ only here, and header-only: Debian's tomlplusplus::tomlplusplus target would link
-// libtomlplusplus.so, which carries the shared libstdc++ beside the static one of our binary.
-// Without exceptions its parse returns a result; without formatters it has nothing to print.
-// It costs this file ~5 s of compile time, which is why no header includes it.
-#define TOML_HEADER_ONLY 1
-#define TOML_EXCEPTIONS 0
-#define TOML_ENABLE_FORMATTERS 0
-#include <toml++/toml.h>
-
 #include "common/json_depth.h"
 #include "common/parse.h"
 #include "common/syscall.h"
+#include "common/toml_json.h"
 #include "images/store.h"
 #include "runner/session/host_ids.h"
 #include "runner/session/sandbox_config.h"
@@ -615,59 +607,10 @@ Result<json> parse_json(std::string_view text) {
     return doc;
 }
 
-// A TOML document as the JSON of the same structure, so that one reader checks both.
-Result<json> toml_to_json(const toml::node& node, std::string_view key) {
-    switch (node.type()) {
-        case toml::node_type::table: {
-            json out = json::object();
-            for (const auto& [name, child] : *node.as_table()) {
-                ASSIGN_OR_RETURN(json value, toml_to_json(child, name.str()));
-                out[std::string(name.str())] = std::move(value);
-            }
-            return out;
-        }
-        case toml::node_type::array: {
-            json out = json::array();
-            for (const toml::node& child : *node.as_array()) {
-                ASSIGN_OR_RETURN(json value, toml_to_json(child, key));
-                out.push_back(std::move(value));
-            }
-            return out;
-        }
-        case toml::node_type::string:
-            return json(node.as_string()->get());
-        case toml::node_type::integer:
-            return json(node.as_integer()->get());
-        case toml::node_type::floating_point:
-            return json(node.as_floating_point()->get());
-        case toml::node_type::boolean:
-            return json(node.as_boolean()->get());
-        case toml::node_type::none:
-        case toml::node_type::date:
-        case toml::node_type::time:
-        case toml::node_type::date_time:
-            break;
-    }
-    return invalid(
-        fmt::format("{} (line {}): a date or time is not a value of this file; "
-                    "durations are strings such as \"30m\"",
-                    as_literal(key), node.source().begin.line));
-}
-
-Result<json> parse_toml(std::string_view text) {
-    toml::parse_result parsed = toml::parse(text);
-    if (!parsed) {
-        const toml::parse_error& e = parsed.error();
-        return invalid(fmt::format("invalid TOML at line {}, column {}: {}", e.source().begin.line,
-                                   e.source().begin.column, e.description()));
-    }
-    return toml_to_json(parsed.table(), "");
-}
-
 }  // namespace
 
 Result<TenantsConfig> parse_tenants(std::string_view text, bool toml) {
-    ASSIGN_OR_RETURN(const json doc, toml ? parse_toml(text) : parse_json(text));
+    ASSIGN_OR_RETURN(const json doc, toml ? toml_to_json(text) : parse_json(text));
     return parse_config(doc);
 }
 

@@ -194,6 +194,11 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
             "--host-uid/--host-gid 0 would make the sandbox user host root: pick another id"};
     }
     spec.idmap_writable_binds = privileged;
+    if (config.sandbox_root) {
+        spec.identity.sandbox_uid = 0;
+        spec.identity.sandbox_gid = 0;
+        spec.identity.user_name = "root";
+    }
     if (privileged && level == Isolation::kLandlock && config.workspace_uid != 0) {
         // No mount namespace, so no idmapped mount: run as the workspace's owner.
         spec.identity.host_uid = config.workspace_uid;

@@ -131,6 +131,10 @@ struct SandboxConfig {
     // Privileged callers: the host ids the sandbox user maps to (default kDefaultHostUid/Gid).
     std::optional<uid_t> host_uid{};
     std::optional<gid_t> host_gid{};
+    // `stockade image build`'s steps: the sandbox user is root (uid and gid 0) inside its user
+    // namespace, still mapped to the host ids above (never host root), so that a step can
+    // write the image's root-owned files.
+    bool sandbox_root = false;
     std::variant<CommandProcess, WorkerProcess> process{};
 };
 

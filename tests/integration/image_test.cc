@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "images/digest.h"
+#include "tests/integration/busybox_image.h"
 #include "tests/testing/sandbox_harness.h"
 #include "tests/unit/images/tar_builder.h"
 
@@ -31,7 +32,6 @@ using ::testing::Not;
 
 constexpr int kExitDataError = 65;
 constexpr int kExitUnavailable = 77;
-constexpr const char* kBusybox = "/bin/busybox";
 
 bool has_namespaces() {
     const std::string level = auto_isolation_level();
@@ -55,25 +55,7 @@ protected:
         return run_stockade(args, config);
     }
 
-    // A root file system of busybox-static and its applets, as a gzip'd tar.
-    std::string busybox_rootfs() {
-        if (::access(kBusybox, X_OK) != 0) {
-            return {};
-        }
-        auto bytes = read_file_text(kBusybox);
-        std::vector<Entry> entries = {
-            images::dir("bin"),
-            images::dir("etc"),
-            images::dir("usr"),
-            images::dir("usr/share"),
-            images::file("usr/share/marker", "from the image\n"),
-            images::file("etc/os-release", "PRETTY_NAME=\"Stockade busybox test\"\n"),
-            images::file("bin/busybox", *bytes, 0755)};
-        for (const char* applet : {"sh", "cat", "ls", "echo", "id", "touch", "sleep", "stat"}) {
-            entries.push_back(images::link(std::string("bin/") + applet, "busybox"));
-        }
-        return root_.write_file("busybox.tar.gz", make_tar(entries, Compression::kGzip));
-    }
+    std::string busybox_rootfs() { return write_busybox_rootfs(root_); }
 
     // Imports `file` as `name`; the result of `image import`.
     RunResult import(const std::string& file, const std::string& name,
