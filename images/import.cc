@@ -71,9 +71,12 @@ Result<std::string> read_document(const BlobOpener& open, const Digest& digest,
 
 // Copies a blob into the store, checking its digest and size as it goes; nothing unverified
 // ever lands in blobs/.
+// Moves a blob already verified into the store's blobs/; false when it is not there to move.
+using BlobAdopter = std::function<bool(const Descriptor&)>;
+
 Status store_blob(ImageStore& store, int staging_fd, const BlobOpener& open, const Descriptor& blob,
-                  std::string_view what) {
-    if (store.has_blob(blob.digest)) {
+                  std::string_view what, const BlobAdopter& adopt) {
+    if (store.has_blob(blob.digest) || (adopt && adopt(blob))) {
         return {};
     }
     auto in = open(blob.digest);
@@ -184,7 +187,8 @@ Result<ApplyStats> write_tree(const ImageStore& store, const std::vector<Digest>
 // `open` finds, into the store.
 Result<ImportResult> import_manifest(ImageStore& store, ImageStore::Staging& staging,
                                      const BlobOpener& open, Digest digest, std::string format,
-                                     const std::string& source, const ImportOptions& options) {
+                                     const std::string& source, const ImportOptions& options,
+                                     const BlobAdopter& adopt = {}) {
     std::string text;
     ImageManifest manifest;
     for (int depth = 0;; ++depth) {
@@ -220,7 +224,8 @@ Result<ImportResult> import_manifest(ImageStore& store, ImageStore::Staging& sta
     result.format = std::move(format);
     for (size_t i = 0; i < manifest.layers.size(); ++i) {
         RETURN_IF_ERROR(store_blob(store, staging.fd(), open, manifest.layers[i],
-                                   fmt::format("layer {} of {}", i + 1, manifest.layers.size())));
+                                   fmt::format("layer {} of {}", i + 1, manifest.layers.size()),
+                                   adopt));
     }
     RETURN_IF_ERROR(store.put_blob(manifest.config.digest, config_text));
     RETURN_IF_ERROR(store.put_blob(digest, text));
@@ -756,7 +761,20 @@ Result<ImportResult> import_layout(ImageStore& store, int layout_fd, const std::
         }
         return fd;
     };
-    return import_manifest(store, staging, open, digest, "oci-layout", source, options);
+    BlobAdopter adopt;
+    UniqueFd blobs;
+    if (options.layout_verified) {
+        blobs.reset(
+            ::openat(layout_fd, "blobs/sha256", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        adopt = [&store, dir = blobs.get()](const Descriptor& d) {
+            const std::string hex(d.digest.hex());
+            struct stat st {};
+            return dir >= 0 && ::fstatat(dir, hex.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                   S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) == d.size &&
+                   store.adopt_blob(dir, hex, d.digest).has_value();
+        };
+    }
+    return import_manifest(store, staging, open, digest, "oci-layout", source, options, adopt);
 }
 
 Result<ImportResult> import_image(ImageStore& store, const std::string& path,

@@ -34,6 +34,10 @@ struct ImportOptions {
     bool preserve_owner = false;
     uint64_t max_bytes = uint64_t{8} << 30;  // uncompressed, over all layers
     uint64_t max_entries = 1'000'000;
+    // import_layout: the layout's blobs were checked against their digests as they were written
+    // (the registry client's, beneath the store's tmp/, which nobody else can write): they are
+    // moved into blobs/ rather than read and copied a second time.
+    bool layout_verified = false;
 };
 
 struct ImportResult {

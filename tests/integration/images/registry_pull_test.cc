@@ -641,10 +641,17 @@ TEST_F(RegistryPullTest, APulledImageIsTheTreeUmociUnpacks) {
     ASSERT_THAT(store, IsOk());
     auto pulled = pull(registries->tls("test/app:v1"), secure_options());
     ASSERT_THAT(pulled, IsOk());
+    // As `image pull` imports: the client verified the blobs, which are moved, not copied.
     auto imported = import_layout(*store, layout_fd_.get(), "", "docker://test/app:v1",
-                                  ImportOptions{.name = "app:v1"});
+                                  ImportOptions{.name = "app:v1", .layout_verified = true});
     ASSERT_THAT(imported, IsOk());
     EXPECT_EQ(imported->image.digest.str(), registries->amd64_digest);
+    for (const Digest& layer : imported->image.layers) {
+        const std::string hex(layer.hex());
+        EXPECT_NE(::faccessat(layout_fd_.get(), ("blobs/sha256/" + hex).c_str(), F_OK, 0), 0)
+            << "layer " << hex << " was copied, not moved";
+        EXPECT_TRUE(store->has_blob(layer));
+    }
     // The umoci layout the registry was filled from, imported directly: the same image.
     auto direct = import_image(*store, (registries->dir / "oci").string() + ":v1",
                                ImportOptions{.name = "direct"});
