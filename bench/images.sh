@@ -8,6 +8,9 @@
 #   import     `stockade image import` of a Debian root as a docker-archive against `bsdtar -x`
 #              of the same layer into a directory, alternating, each into a fresh place.
 #              Target: <= 1.5x.
+#   pull       `stockade image pull` from Debian's docker-registry on 127.0.0.1 against
+#              `skopeo copy docker://… oci:…` of the same image followed by `stockade image
+#              import` of that layout, alternating, each into a fresh store. Target: <= 1.0x.
 #   store      10 images sharing that root as their base layer, each with a small layer of
 #              its own: what blobs/ holds against what 10 separate copies of the blobs would.
 #
@@ -93,6 +96,21 @@ EOF
 }
 make_docker_archive "$ROOT_TAR" "" "$WORK/debian-docker.tar"
 
+# Medians of FILE's "ours anchor" microsecond pairs, and of their per-pair ratios, against TARGET.
+report_pairs() {  # FILE OURS ANCHOR TARGET CLAIM
+    awk -v ours="$2" -v anchor="$3" -v target="$4" -v claim="$5" '
+        { s[NR] = $1; b[NR] = $2; r[NR] = $1 / $2 }
+        function median(a, n,    i, j, t) {
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        END {
+            n = NR; ms = median(s, n) / 1000; mb = median(b, n) / 1000; mr = median(r, n)
+            printf "  %s %.0f ms, %s %.0f ms (medians); median per-pair ratio %.2f\n", ours, ms, anchor, mb, mr
+            printf "  %-4s %s: %.2f\n", (mr <= target ? "PASS" : "MISS"), claim, mr
+        }' "$1"
+}
+
 # ---- import against bsdtar -x ---------------------------------------------------------------
 echo
 echo "== import: $PAIRS alternating runs of each, into fresh places"
@@ -110,17 +128,50 @@ for i in $(seq 1 "$PAIRS"); do
     echo "$(( (t1 - t0) / 1000 )) $(( (t3 - t2) / 1000 ))" >>"$WORK/import.times"
 done
 rm -rf "$WORK/x"
-awk '
-    { s[NR] = $1; b[NR] = $2; r[NR] = $1 / $2 }
-    function median(a, n,    i, j, t) {
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    END {
-        n = NR; ms = median(s, n) / 1000; mb = median(b, n) / 1000; mr = median(r, n)
-        printf "  stockade image import %.0f ms, bsdtar -x %.0f ms (medians); median per-pair ratio %.2f\n", ms, mb, mr
-        printf "  %-4s import <= 1.5x bsdtar -x: %.2f\n", (mr <= 1.5 ? "PASS" : "MISS"), mr
-    }' "$WORK/import.times"
+report_pairs "$WORK/import.times" "stockade image import" "bsdtar -x" 1.5 "import <= 1.5x bsdtar -x"
+
+# ---- pull against skopeo copy + import ------------------------------------------------------
+echo
+echo "== pull: $PAIRS alternating runs of each from docker-registry on 127.0.0.1"
+REGISTRY=$(command -v docker-registry || true)
+SKOPEO=$(command -v skopeo || true)
+if [[ -z $REGISTRY || -z $SKOPEO ]]; then
+    echo "  SKIP pull: docker-registry and skopeo are needed (Debian packages)"
+else
+    PORT=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    printf 'version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' \
+        "$WORK/registry" "$PORT" >"$WORK/registry.yml"
+    "$REGISTRY" serve "$WORK/registry.yml" >"$WORK/registry.log" 2>&1 &
+    registry_pid=$!
+    trap 'kill "$registry_pid" 2>/dev/null; rm -rf "$WORK"' EXIT
+    for _ in $(seq 1 50); do
+        "$PYTHON" -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2>/dev/null && break
+        sleep 0.1
+    done
+    REF=127.0.0.1:$PORT/bench/deb:1
+    "$SKOPEO" copy --quiet --dest-tls-verify=false "docker-archive:$WORK/debian-docker.tar" \
+        "docker://$REF" || die "skopeo could not push to the loopback registry"
+    : >"$WORK/pull.times"
+    for i in $(seq 1 "$PAIRS"); do
+        rm -rf "$STOCKADE_IMAGE_STORE" "$WORK/oci"
+        sync
+        t0=$(date +%s%N)
+        "$STOCKADE" image pull "$REF" --insecure-registry "127.0.0.1:$PORT" --name deb >/dev/null
+        t1=$(date +%s%N)
+        rm -rf "$STOCKADE_IMAGE_STORE"
+        sync
+        t2=$(date +%s%N)
+        "$SKOPEO" copy --quiet --src-tls-verify=false "docker://$REF" "oci:$WORK/oci:deb"
+        "$STOCKADE" image import "$WORK/oci:deb" --name deb >/dev/null
+        t3=$(date +%s%N)
+        echo "$(( (t1 - t0) / 1000 )) $(( (t3 - t2) / 1000 ))" >>"$WORK/pull.times"
+    done
+    rm -rf "$WORK/oci"
+    report_pairs "$WORK/pull.times" "stockade image pull" "skopeo copy + import" 1.0 \
+        "pull <= 1.0x skopeo copy + import"
+    rm -rf "$STOCKADE_IMAGE_STORE"
+    "$STOCKADE" image import "$WORK/debian-docker.tar" --name deb >/dev/null
+fi
 
 # ---- run --image against the host image -----------------------------------------------------
 echo
