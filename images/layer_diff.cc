@@ -157,8 +157,10 @@ private:
         return std::string(text.data(), static_cast<size_t>(n));
     }
 
+    // `target`: a symlink's; `hardlink`: the path of the entry this one is a hard link to.
     Status write_header(const std::string& path, const struct stat& st, mode_t type,
-                        const std::string* target = nullptr, int64_t size = 0) {
+                        const std::string* target = nullptr, int64_t size = 0,
+                        const std::string* hardlink = nullptr) {
         std::unique_ptr<archive_entry, EntryDeleter> entry(archive_entry_new());
         archive_entry_set_pathname(entry.get(), path.c_str());
         archive_entry_set_filetype(entry.get(), type);
@@ -169,6 +171,9 @@ private:
         archive_entry_set_size(entry.get(), size);
         if (target != nullptr) {
             archive_entry_set_symlink(entry.get(), target->c_str());
+        }
+        if (hardlink != nullptr) {
+            archive_entry_set_hardlink(entry.get(), hardlink->c_str());
         }
         if (archive_write_header(out_, entry.get()) != ARCHIVE_OK) {
             return Error{Errc::kInternal,
@@ -189,20 +194,7 @@ private:
         if (st.st_nlink > 1) {
             const auto first = links_.find({st.st_dev, st.st_ino});
             if (first != links_.end()) {
-                std::unique_ptr<archive_entry, EntryDeleter> entry(archive_entry_new());
-                archive_entry_set_pathname(entry.get(), path.c_str());
-                archive_entry_set_filetype(entry.get(), AE_IFREG);
-                archive_entry_set_perm(entry.get(), st.st_mode & 07777);
-                archive_entry_set_uid(entry.get(), owner(st.st_uid, options_.own_uid));
-                archive_entry_set_gid(entry.get(), owner(st.st_gid, options_.own_gid));
-                archive_entry_set_mtime(entry.get(), time_of(st), 0);
-                archive_entry_set_hardlink(entry.get(), first->second.c_str());
-                archive_entry_set_size(entry.get(), 0);
-                if (archive_write_header(out_, entry.get()) != ARCHIVE_OK) {
-                    return Error{Errc::kInternal,
-                                 fmt::format("write {} into the layer: {}", path, message())};
-                }
-                return {};
+                return write_header(path, st, AE_IFREG, nullptr, 0, &first->second);
             }
             links_.emplace(std::pair{st.st_dev, st.st_ino}, path);
         }
