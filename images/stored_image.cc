@@ -64,9 +64,11 @@ struct Splicer {
                         continue;
                     }
                 }
-                binds.push_back(sandbox::Bind{.source = from, .target = to, .writable = writable});
+                binds.push_back(sandbox::Bind{
+                    .source = from, .target = to, .writable = writable, .image = true});
             } else if (S_ISREG(entry.st.st_mode)) {
-                binds.push_back(sandbox::Bind{.source = from, .target = to, .writable = writable});
+                binds.push_back(sandbox::Bind{
+                    .source = from, .target = to, .writable = writable, .image = true});
             }
             // Nothing else is in a stored tree: the importer skips devices, FIFOs and sockets.
         }

@@ -18,15 +18,17 @@
 namespace stockade::sandbox {
 
 Status write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid,
-                     gid_t outside_gid, bool deny_setgroups) {
+                     gid_t outside_gid, bool deny_setgroups, uid_t root_outside) {
     std::string proc = fmt::format("/proc/{}/", pid);
     if (deny_setgroups) {
         RETURN_IF_ERROR(write_file(proc + "setgroups", "deny"));
     }
-    RETURN_IF_ERROR(
-        write_file(proc + "uid_map", fmt::format("{} {} 1\n", inside_uid, outside_uid)));
-    RETURN_IF_ERROR(
-        write_file(proc + "gid_map", fmt::format("{} {} 1\n", inside_gid, outside_gid)));
+    const bool root = root_outside != 0 && inside_uid != 0 && inside_gid != 0;
+    const std::string root_line = root ? fmt::format("0 {} 1\n", root_outside) : "";
+    RETURN_IF_ERROR(write_file(proc + "uid_map",
+                               fmt::format("{} {} 1\n{}", inside_uid, outside_uid, root_line)));
+    RETURN_IF_ERROR(write_file(proc + "gid_map",
+                               fmt::format("{} {} 1\n{}", inside_gid, outside_gid, root_line)));
     return {};
 }
 

@@ -11,10 +11,11 @@
 
 namespace stockade::sandbox {
 
-// Writes /proc/<pid>/{setgroups,uid_map,gid_map} mapping one id each: inside -> outside.
-// `deny_setgroups` is required for unprivileged callers (user_namespaces(7)).
+// Writes /proc/<pid>/{setgroups,uid_map,gid_map} mapping one id each: inside -> outside, and
+// 0 -> root_outside as well when root_outside is not 0 (a privileged caller's, inside ids not
+// 0). `deny_setgroups` is required for unprivileged callers (user_namespaces(7)).
 Status write_id_maps(pid_t pid, uid_t inside_uid, uid_t outside_uid, gid_t inside_gid,
-                     gid_t outside_gid, bool deny_setgroups);
+                     gid_t outside_gid, bool deny_setgroups, uid_t root_outside = 0);
 
 // A user namespace (as an fd) whose maps send `disk` ids to `kernel` ids. Made with a
 // short-lived child that never execs.

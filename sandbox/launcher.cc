@@ -612,6 +612,30 @@ Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildP
         plan.prepared_fds[static_cast<size_t>(op.source_index)] = tree->get();
         trees.push_back(std::move(tree).value());
     }
+    // A stored image's tree, where image root is mapped: its files of uid and gid 0 are the
+    // mapped id's, root's inside. A file system that refuses idmapped mounts leaves them the
+    // overflow ids (the plain capture below), as for an unprivileged caller.
+    UniqueFd root_ns;
+    const uid_t image_root = spec.identity.image_root_host_id;
+    for (size_t i = 0; image_root != 0 && i < plan.mounts.ops.size(); ++i) {
+        const MountOp& op = plan.mounts.ops[i];
+        const auto index = static_cast<size_t>(op.source_index);
+        if (op.kind != MountOpKind::kBind || !op.image || op.writable ||
+            plan.prepared_fds[index] >= 0) {
+            continue;
+        }
+        if (!root_ns) {
+            ASSIGN_OR_RETURN(root_ns, make_userns_fd(0, image_root, 0, image_root));
+        }
+        auto tree = make_idmapped_tree(op.data, plan.mounts.source_fds[index], root_ns.get());
+        if (!tree) {
+            SPDLOG_LOGGER_DEBUG(log::get("sandbox"), "image root stays unmapped: {}",
+                                tree.error().message);
+            continue;
+        }
+        plan.prepared_fds[index] = tree->get();
+        trees.push_back(std::move(tree).value());
+    }
     for (size_t i = 0; i < plan.mounts.sources.size(); ++i) {
         if (plan.prepared_fds[i] >= 0) {
             continue;
@@ -749,7 +773,8 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups,
     if (has_user_ns(spec.isolation)) {
         if (auto st = write_id_maps(sandbox.pid_, spec.identity.sandbox_uid, spec.identity.host_uid,
                                     spec.identity.sandbox_gid, spec.identity.host_gid,
-                                    !privileged_caller());
+                                    !privileged_caller(),
+                                    owns_as_host_uid(spec) ? spec.identity.image_root_host_id : 0);
             !st) {
             return std::move(st).error().wrap("write the sandbox's id maps");
         }

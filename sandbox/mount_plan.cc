@@ -63,6 +63,7 @@ MountPlan make_mount_plan(const SandboxSpec& spec, const std::vector<bool>& sour
                                    .writable = bind.writable,
                                    .optional = bind.optional,
                                    .is_dir = i < source_is_dir.size() ? source_is_dir[i] : true,
+                                   .image = bind.image,
                                    .source_index = static_cast<int>(plan.sources.size() - 1)});
     };
     // 1. The image: read-only binds that are not below the sandbox's own /tmp, /dev or /proc.

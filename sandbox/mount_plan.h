@@ -36,6 +36,7 @@ struct MountOp {
     bool optional = false;  // a missing source or target is skipped
     bool is_dir = true;     // kBind: the source is a directory (else a file)
     bool device = false;    // kBind: a device node (its mount must allow devices)
+    bool image = false;     // kBind: Bind::image
     uint32_t mode = 0644;
     int source_index = -1;  // kBind: index into the plan's sources
 };

@@ -46,6 +46,10 @@ struct Bind {
     // no longer leads to it fails the launch. At levels without a mount namespace, a Landlock
     // rule on `target` is given this descriptor rather than the path. -1: bind `source` itself.
     int source_fd = -1;
+    // Part of a stored image's tree. Where the spec maps image root (Identity::image_root_host_id)
+    // it is bound through an idmapped mount in which the tree's uid and gid 0 are that id, so
+    // that its root-owned files are root's inside; elsewhere they show as the overflow ids.
+    bool image = false;
 };
 
 // A file the launcher writes into the sandbox's read-only root (e.g. /etc/passwd).
@@ -90,6 +94,11 @@ struct Identity {
     uid_t host_uid = 0;  // what sandbox_uid maps to on the host
     gid_t host_gid = 0;
     std::string user_name = "stockade";
+    // A privileged caller on a stored image: the host id (uid and gid) that uid and gid 0
+    // inside map to as well, and that the image's root-owned files are presented as (Bind::
+    // image). An id no process runs as: nothing in the sandbox can become it (no capabilities,
+    // no setuid files, no_new_privs). 0: none; uid 0 inside is unmapped.
+    uid_t image_root_host_id = 0;
 };
 
 struct SandboxSpec {

@@ -75,12 +75,29 @@ Result<RgOutcome> LocalWorkspace::run_rg(const RgRequest& request) {
 
 Result<std::unique_ptr<RgRun>> LocalWorkspace::start_rg(const RgRequest& request) {
     ASSIGN_OR_RETURN(int root_dir, root_fd(request.root));
-    ASSIGN_OR_RETURN(std::string rg, find_rg());
+    const std::vector<int>& carried = options_.rg_fds;
+    std::string rg;
+    std::vector<std::string> arg_strings;
+    arg_strings.reserve(request.args.size() + 6);
+    if (carried.size() == 1) {
+        rg = "/proc/self/fd/3";  // a static rg
+        arg_strings.emplace_back("rg");
+    } else if (!carried.empty()) {
+        // The host's loader runs rg with every library preloaded (rg_bundle.h): the loader at
+        // fd 3, rg at 4, the libraries from 5.
+        rg = "/proc/self/fd/3";
+        std::string preload;
+        for (size_t i = 2; i < carried.size(); ++i) {
+            preload += fmt::format("{}/proc/self/fd/{}", preload.empty() ? "" : " ", 3 + i);
+        }
+        arg_strings.insert(arg_strings.end(),
+                           {"ld.so", "--argv0", "rg", "--preload", preload, "/proc/self/fd/4"});
+    } else {
+        ASSIGN_OR_RETURN(rg, find_rg());
+        arg_strings.emplace_back("rg");
+    }
 
     // Everything the child needs is built before the spawn.
-    std::vector<std::string> arg_strings;
-    arg_strings.reserve(request.args.size() + 1);
-    arg_strings.emplace_back("rg");
     for (const std::string& a : request.args) {
         if (a.find('\0') != std::string::npos) {
             return Error{Errc::kInvalidArgument, "rg: an argument contains a NUL byte"};
@@ -124,13 +141,34 @@ Result<std::unique_ptr<RgRun>> LocalWorkspace::start_rg(const RgRequest& request
     }
     int rc = 0;
     // In the child, in order: stdin /dev/null, stdout/stderr the pipes, cwd the root (fchdir
-    // accepts an O_PATH descriptor), then every other descriptor closed.
+    // accepts an O_PATH descriptor), a carried rg's descriptors at 3, 4, … (each comes from
+    // above them all: no move overwrites one not yet moved), then every other descriptor
+    // closed.
+    for (size_t i = 0; i < carried.size(); ++i) {
+        if (carried[i] < STDERR_FILENO + 1 + static_cast<int>(carried.size())) {
+            return Error{Errc::kInvalidArgument, "rg: a carried descriptor is below its slot"};
+        }
+    }
     for (auto step : {
              ::posix_spawn_file_actions_adddup2(&actions, devnull.get(), STDIN_FILENO),
              ::posix_spawn_file_actions_adddup2(&actions, out.second.get(), STDOUT_FILENO),
              ::posix_spawn_file_actions_adddup2(&actions, err.second.get(), STDERR_FILENO),
              ::posix_spawn_file_actions_addfchdir_np(&actions, root_dir),
-             ::posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1),
+         }) {
+        if (step != 0 && rc == 0) {
+            rc = step;
+        }
+    }
+    for (size_t i = 0; i < carried.size(); ++i) {
+        const int step = ::posix_spawn_file_actions_adddup2(
+            &actions, carried[i], STDERR_FILENO + 1 + static_cast<int>(i));
+        if (step != 0 && rc == 0) {
+            rc = step;
+        }
+    }
+    for (auto step : {
+             ::posix_spawn_file_actions_addclosefrom_np(
+                 &actions, STDERR_FILENO + 1 + static_cast<int>(carried.size())),
              ::posix_spawnattr_setflags(
                  &attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF),
              ::posix_spawnattr_setpgroup(&attr, 0),

@@ -99,6 +99,11 @@ public:
         std::string path_env = "/usr/local/bin:/usr/bin:/bin";
         // An explicit rg executable (tests); empty: "rg" on path_env.
         std::string rg_path{};
+        // A ripgrep carried in by descriptor (runner/session/rg_bundle.h), used instead of
+        // rg_path and path_env: the host's dynamic loader, rg and its libraries, or a static
+        // rg alone. rg gets them as its fds 3, 4, …, so each must be at least 3 + their count
+        // (the worker keeps them above 128). Owned by the caller, open while this lives.
+        std::vector<int> rg_fds{};
         // What a command leaves running when its leader ends is stopped (SIGTERM, then
         // SIGKILL after kLeftoverGrace) and reported with the leader's status. For a process
         // that receives the orphans of its commands: the worker (pid 1 of the sandbox), or a

@@ -199,6 +199,10 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         spec.identity.sandbox_gid = 0;
         spec.identity.user_name = "root";
     }
+    if (privileged && config.image.stored() && !config.image.build_root && !config.sandbox_root) {
+        // The image's root-owned files are root's inside, through an id no process runs as.
+        spec.identity.image_root_host_id = kImageRootHostId;
+    }
     if (privileged && level == Isolation::kLandlock && config.workspace_uid != 0) {
         // No mount namespace, so no idmapped mount: run as the workspace's owner.
         spec.identity.host_uid = config.workspace_uid;
@@ -267,6 +271,7 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         spec.commands_cgroup = true;  // an OOM kill the commands cause falls on them, not on it
         spec.exec_fd = worker.exec_fd;
         spec.pass_fds = {worker.channel_fd};
+        spec.pass_fds.insert(spec.pass_fds.end(), worker.rg_fds.begin(), worker.rg_fds.end());
         spec.stdio = {worker.null_fd, worker.null_fd, -1};
     }
 

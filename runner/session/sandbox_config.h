@@ -29,6 +29,9 @@ namespace stockade::runner {
 // idmapped binds, e.g. in /tmp, are owned by them).
 inline constexpr uid_t kDefaultHostUid = 1879048192;  // 0x70000000
 inline constexpr gid_t kDefaultHostGid = 1879048192;
+// What a stored image's uid and gid 0 map to for a privileged caller (sandbox::Identity::
+// image_root_host_id), just below those: root inside, a host id nothing runs as.
+inline constexpr uid_t kImageRootHostId = 1879048191;  // 0x6FFFFFFF
 
 // The limits a sandbox has when the caller names none: a share of the host's memory (where a
 // memory cgroup applies: an address-space rlimit would break runtimes that reserve far more
@@ -97,6 +100,9 @@ struct WorkerProcess {
     int exec_fd = -1;     // the binary, executed from this descriptor (execveat)
     int channel_fd = -1;  // becomes the worker's fd 3
     int null_fd = -1;     // /dev/null: the worker's stdin and stdout (stdout is the protocol's)
+    // A ripgrep carried in by descriptor (rg_bundle.h): the worker's fds 4, 5, …; argv says
+    // how many. Empty: the worker runs the rg on the image's PATH.
+    std::vector<int> rg_fds{};
 };
 
 struct SandboxConfig {

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/syscall.h"
+#include "runner/session/rg_bundle.h"
 #include "runner/session/start_sandbox.h"
 #include "runner/session/worker_binary.h"
 #include "runner/worker/worker_main.h"
@@ -55,11 +56,22 @@ Status SessionWorker::start_locked() {
     SandboxConfig config =
         generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
     config.spill = config_.spill;
-    config.process = WorkerProcess{.argv = {"stockade-worker", std::string(worker::kWorkerVerb),
-                                            config_.workspace, config_.spill.path()},
-                                   .exec_fd = binary.fd,
-                                   .channel_fd = channel.second.get(),
-                                   .null_fd = null.get()};
+    WorkerProcess process{.argv = {"stockade-worker", std::string(worker::kWorkerVerb),
+                                   config_.workspace, config_.spill.path()},
+                          .exec_fd = binary.fd,
+                          .channel_fd = channel.second.get(),
+                          .null_fd = null.get()};
+    if (config.image.stored()) {
+        // grep and glob run the host's rg, carried in (rg_bundle.h), never the image's.
+        if (auto rg = rg_bundle_fds()) {
+            process.argv.push_back(fmt::format("{}{}", worker::kRgFdsFlag, rg->size()));
+            process.rg_fds = std::move(*rg);
+        } else if (generation_ == 0) {
+            SPDLOG_LOGGER_WARN(log, "grep and glob will not work in this session: {}",
+                               rg.error().message);
+        }
+    }
+    config.process = std::move(process);
     auto started = start_sandbox(config, current_caller(), StartOptions{.label = "session"});
     if (!started) {
         return std::move(started).error().wrap("start the session worker");

@@ -31,27 +31,10 @@ namespace stockade::runner {
 
 namespace {
 
-constexpr const char* kMemfdName = "stockade-worker";
 constexpr unsigned int kSeals = F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
 
 std::mutex binary_mutex;
 WorkerBinary binary;  // guarded by binary_mutex; fd -1 until a call succeeds
-
-Result<UniqueFd> make_sealed_memfd(std::span<const std::byte> bytes) {
-    UniqueFd fd(::memfd_create(kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC));
-    if (fd.get() < 0 && errno == EINVAL) {
-        fd.reset(::memfd_create(kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING));
-    }
-    if (fd.get() < 0) {
-        return errno_error(fmt::format("memfd_create \"{}\"", kMemfdName), errno);
-    }
-    RETURN_IF_ERROR(write_all(
-        fd.get(), std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
-    if (::fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) {
-        return errno_error("seal the worker's memfd", errno);
-    }
-    return fd;
-}
 
 // The embedded bytes were paged in to be copied and are not read again in this process
 // (every worker executes the memfd): their pages leave its RSS. They are read-only pages of
@@ -78,7 +61,7 @@ Result<WorkerBinary> create_binary() {
     if (elf.empty()) {
         return open_self();
     }
-    auto memfd = make_sealed_memfd(elf);
+    auto memfd = make_sealed_memfd("stockade-worker", elf);
     release_pages(elf);
     if (memfd) {
         return WorkerBinary{.fd = memfd->release(), .embedded = true};
@@ -95,6 +78,22 @@ Result<WorkerBinary> create_binary() {
 }
 
 }  // namespace
+
+Result<UniqueFd> make_sealed_memfd(const char* name, std::span<const std::byte> bytes) {
+    UniqueFd fd(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC));
+    if (fd.get() < 0 && errno == EINVAL) {
+        fd.reset(::memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+    }
+    if (fd.get() < 0) {
+        return errno_error(fmt::format("memfd_create \"{}\"", name), errno);
+    }
+    RETURN_IF_ERROR(write_all(
+        fd.get(), std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())));
+    if (::fcntl(fd.get(), F_ADD_SEALS, kSeals) != 0) {
+        return errno_error(fmt::format("seal the memfd \"{}\"", name), errno);
+    }
+    return fd;
+}
 
 std::span<const std::byte> embedded_worker_elf() noexcept {
 #if STOCKADE_EMBEDDED_WORKER

@@ -26,6 +26,7 @@
 #include <span>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace stockade::runner {
 
@@ -37,6 +38,10 @@ struct WorkerBinary {
 // Thread-safe; creates the memfd on the first call that succeeds (a failure is not kept: the
 // next call tries again) and returns the same descriptor ever after.
 Result<WorkerBinary> worker_binary();
+
+// A memfd named `name` holding `bytes`, executable where the host allows it, sealed against
+// writes, shrinking, growing and further seals (close-on-exec).
+Result<UniqueFd> make_sealed_memfd(const char* name, std::span<const std::byte> bytes);
 
 // The embedded worker's bytes (empty in a build without one).
 std::span<const std::byte> embedded_worker_elf() noexcept;

@@ -33,7 +33,8 @@ inline std::string write_busybox_rootfs(const TempDir& dir) {
     for (const char* applet : {"sh", "cat", "ls", "echo", "id", "touch", "sleep", "stat", "rm"}) {
         entries.push_back(images::link(std::string("bin/") + applet, "busybox"));
     }
-    return dir.write_file("busybox.tar.gz", images::make_tar(entries, images::Compression::kGzip));
+    return dir.write_file("busybox.tar.gz", images::make_tar(images::owned_by_root(entries),
+                                                             images::Compression::kGzip));
 }
 
 // Writes DIR/busybox-libc.tar.gz: busybox-static with all its applets in /usr/bin (and /bin,
@@ -71,8 +72,8 @@ inline std::string write_busybox_libc_rootfs(const TempDir& dir) {
         }
         start = end == std::string::npos ? list.out.size() : end + 1;
     }
-    return dir.write_file("busybox-libc.tar.gz",
-                          images::make_tar(entries, images::Compression::kGzip));
+    return dir.write_file("busybox-libc.tar.gz", images::make_tar(images::owned_by_root(entries),
+                                                                  images::Compression::kGzip));
 }
 
 }  // namespace stockade::testing

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/syscall.h"
 #include "images/digest.h"
 #include "tests/integration/busybox_image.h"
 #include "tests/testing/sandbox_harness.h"
@@ -126,21 +127,31 @@ TEST_F(ImageTest, RunSeesTheImagesRootAndNotTheHosts) {
          "cat /etc/os-release /usr/share/marker; ls /usr; "
          "touch /usr/x 2>/dev/null && echo wrote-usr; touch /bin/x 2>/dev/null && echo wrote-bin; "
          "echo ok > " +
-             workspace_ + "/from-image; id -u; stat -c %u /bin/busybox"});
+             workspace_ + "/from-image; echo uid=$(id -u) owner=$(stat -c %u:%g /bin/busybox); " +
+             "chown 0:0 " + workspace_ +
+             "/from-image 2>/dev/null && echo chowned-to-root || echo chown-refused"});
     ASSERT_EQ(run.exit_code, 0) << run.describe();
     EXPECT_THAT(run.out, HasSubstr("Stockade busybox test"));
     EXPECT_THAT(run.out, HasSubstr("from the image"));
     EXPECT_THAT(run.out, Not(HasSubstr("lib")));  // the host's /usr/lib is not there
     EXPECT_THAT(run.out, Not(HasSubstr("wrote-")));
     EXPECT_EQ(read_file_text(workspace_ + "/from-image"), "ok\n");
-    // Files the image gives root are never a host user's inside: the overflow uid, or the
-    // caller's own only where it owns them (an unprivileged import).
-    EXPECT_THAT(run.out, Not(HasSubstr("\n0\n")));
+    // Files the image gives root are root's inside where the caller is privileged (an
+    // idmapped mount onto an id nothing runs as); elsewhere the overflow ids, or the caller's
+    // own where it owns them (an unprivileged import). Never a host user's, and the sandbox
+    // user is never root and cannot give a file to root.
+    EXPECT_THAT(run.out, Not(HasSubstr("uid=0 ")));
+    EXPECT_THAT(run.out, HasSubstr("chown-refused"));
+    if (privileged_caller()) {
+        EXPECT_THAT(run.out, HasSubstr("owner=0:0")) << run.describe();
+    } else {
+        EXPECT_THAT(run.out, Not(HasSubstr("owner=0")));
+    }
 }
 
 // The session worker needs nothing of the image: one `serve --image` session on an image of
-// busybox-static alone, every tool called over stdio. grep and glob run ripgrep, which this
-// image lacks: they say so.
+// busybox-static alone, every tool called over stdio. grep and glob run the host's ripgrep,
+// carried in by descriptor with its loader and libraries: the image has neither rg nor a libc.
 TEST_F(ImageTest, ServeSessionToolsWorkOnAnImageWithoutLibc) {
     IMPORT_BUSYBOX_OR_SKIP();
     if (!has_namespaces()) {
@@ -217,13 +228,15 @@ sys.exit(serve.wait())
                results[id]["result"].value("isError", false);
     };
     ASSERT_EQ(results.size(), calls.size() + 1) << served.describe();
-    for (int id = 1; id <= 5; ++id) {
+    for (int id = 1; id <= 7; ++id) {
         EXPECT_FALSE(failed(id)) << calls[static_cast<size_t>(id - 1)].first << ": " << text(id);
     }
     EXPECT_THAT(text(2), HasSubstr("two"));
     EXPECT_EQ(read_file_text(file), "one\nthree\n");
     EXPECT_THAT(text(4), HasSubstr("Stockade busybox test"));
-    EXPECT_THAT(text(6) + text(7), HasSubstr("ripgrep"));
+    EXPECT_THAT(text(6), HasSubstr("notes.txt"));
+    EXPECT_THAT(text(7), HasSubstr("notes.txt"));
+    EXPECT_THAT(text(7), HasSubstr("three"));
 }
 
 TEST_F(ImageTest, ImageNeedsAMountNamespace) {

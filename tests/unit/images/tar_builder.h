@@ -29,6 +29,8 @@ struct Entry {
     std::string hardlink{};
     std::vector<std::pair<std::string, std::string>> xattrs{};
     std::size_t zeros = 0;  // that many zero bytes of data instead of `data`
+    la_int64_t uid = 1234;
+    la_int64_t gid = 5678;
 };
 
 inline Entry dir(std::string path, mode_t perm = 0755) {
@@ -43,6 +45,15 @@ inline Entry link(std::string path, std::string target) {
 }
 inline Entry hardlink(std::string path, std::string target) {
     return Entry{.path = std::move(path), .hardlink = std::move(target)};
+}
+
+// The entries, owned by root as a real image's are.
+inline std::vector<Entry> owned_by_root(std::vector<Entry> entries) {
+    for (Entry& e : entries) {
+        e.uid = 0;
+        e.gid = 0;
+    }
+    return entries;
 }
 
 enum class Compression { kNone, kGzip, kZstd };
@@ -74,8 +85,8 @@ inline std::string make_tar(const std::vector<Entry>& entries,
         archive_entry* entry = archive_entry_new();
         archive_entry_set_pathname(entry, e.path.c_str());
         archive_entry_set_mtime(entry, kMtime, 0);
-        archive_entry_set_uid(entry, 1234);
-        archive_entry_set_gid(entry, 5678);
+        archive_entry_set_uid(entry, e.uid);
+        archive_entry_set_gid(entry, e.gid);
         if (!e.hardlink.empty()) {
             archive_entry_set_hardlink(entry, e.hardlink.c_str());
             archive_entry_set_filetype(entry, AE_IFREG);

@@ -94,16 +94,18 @@ TEST(MakeSandboxSpecTest, ACommandRunsUnderInitWithTheCallersTerminal) {
 }
 
 TEST(MakeSandboxSpecTest, AWorkerIsPid1WithItsDescriptorsAndNoTerminal) {
-    auto spec = make_sandbox_spec(
-        config_of(WorkerProcess{
-            .argv = {"stockade-worker", "__worker"}, .exec_fd = 7, .channel_fd = 8, .null_fd = 9}),
-        caller(), Isolation::kNamespaces);
+    auto spec = make_sandbox_spec(config_of(WorkerProcess{.argv = {"stockade-worker", "__worker"},
+                                                          .exec_fd = 7,
+                                                          .channel_fd = 8,
+                                                          .null_fd = 9,
+                                                          .rg_fds = {20, 21, 22}}),
+                                  caller(), Isolation::kNamespaces);
     ASSERT_THAT(spec, IsOk());
     EXPECT_THAT(spec->argv, ElementsAre("stockade-worker", "__worker"));
     EXPECT_FALSE(spec->init) << "the worker is pid 1 and reaps";
     EXPECT_TRUE(spec->commands_cgroup);
     EXPECT_EQ(spec->exec_fd, 7);
-    EXPECT_THAT(spec->pass_fds, ElementsAre(8));
+    EXPECT_THAT(spec->pass_fds, ElementsAre(8, 20, 21, 22)) << "the channel, then a carried rg";
     EXPECT_EQ(spec->stdio, (std::array<int, 3>{9, 9, -1}));
     EXPECT_EQ(spec->cwd, ws_path());
     EXPECT_EQ(spec->tty_fds, (std::array<bool, 3>{}));
@@ -181,6 +183,36 @@ TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds)
                             "/nonexistent/tools", "/nonexistent/cache"));
     EXPECT_EQ(landlock->identity.host_uid, 4242U) << "no idmapped mount: the workspace's owner";
     EXPECT_EQ(landlock->identity.host_gid, 4343U);
+}
+
+TEST(MakeSandboxSpecTest, AStoredImagesRootIsRootInsideOnlyForAPrivilegedCaller) {
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    config.image =
+        images::Image{.name = "stored", .tree = images::HeldTree{.dir = workspace_dir()}};
+    CallerContext root = caller();
+    root.euid = 0;
+    root.egid = 0;
+    root.privileged = true;
+    auto privileged = make_sandbox_spec(config, root, Isolation::kFull);
+    ASSERT_THAT(privileged, IsOk());
+    EXPECT_EQ(privileged->identity.image_root_host_id, kImageRootHostId);
+    EXPECT_NE(privileged->identity.host_uid, kImageRootHostId);
+
+    auto user = make_sandbox_spec(config, caller(), Isolation::kFull);
+    ASSERT_THAT(user, IsOk());
+    EXPECT_EQ(user->identity.image_root_host_id, 0U) << "an unprivileged caller maps one id";
+
+    // The host image's files are the host's: its root is never mapped.
+    auto host =
+        make_sandbox_spec(config_of(CommandProcess{.argv = {"true"}}), root, Isolation::kFull);
+    ASSERT_THAT(host, IsOk());
+    EXPECT_EQ(host->identity.image_root_host_id, 0U);
+
+    // An image build's steps are root inside already, mapped to the builder's id.
+    config.sandbox_root = true;
+    auto build = make_sandbox_spec(config, root, Isolation::kFull);
+    ASSERT_THAT(build, IsOk());
+    EXPECT_EQ(build->identity.image_root_host_id, 0U);
 }
 
 TEST(MakeSandboxSpecTest, ConfigurationsNoLaunchMayGetAreRefused) {
