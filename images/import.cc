@@ -448,6 +448,21 @@ BlobOpener extracted_opener(int staging_fd, const std::map<std::string, Extracte
     };
 }
 
+// Files extracted from an archive were hashed on their way out: one whose digest and size
+// are a layer's becomes that blob by a rename, rather than being copied and hashed again.
+BlobAdopter extracted_adopter(const ImageStore& store, int staging_fd,
+                              const std::map<std::string, ExtractedFile>& files) {
+    std::map<Digest, ExtractedFile> by_digest;
+    for (const auto& [name, file] : files) {
+        by_digest.emplace(file.digest, file);
+    }
+    return [&store, staging_fd, by_digest](const Descriptor& d) {
+        const auto it = by_digest.find(d.digest);
+        return it != by_digest.end() && it->second.size == d.size &&
+               store.adopt_blob(staging_fd, it->second.file, d.digest).has_value();
+    };
+}
+
 // What compression a blob's first bytes show.
 Result<LayerCompression> sniff_compression(int fd) {
     std::array<unsigned char, 4> magic{};
@@ -548,7 +563,8 @@ Result<ImportResult> import_docker_archive(ImageStore& store, ImageStore::Stagin
     const std::string manifest = make_manifest(config.digest, config.size, layers);
     RETURN_IF_ERROR(add_document(staging.fd(), files, "(manifest)", manifest));
     return import_manifest(store, staging, extracted_opener(staging.fd(), files),
-                           Digest::of(manifest), "docker-archive", source, options);
+                           Digest::of(manifest), "docker-archive", source, options,
+                           extracted_adopter(store, staging.fd(), files));
 }
 
 Result<ImportResult> import_layout_tar(ImageStore& store, ImageStore::Staging& staging, int fd,
@@ -579,7 +595,8 @@ Result<ImportResult> import_layout_tar(ImageStore& store, ImageStore::Staging& s
     ASSIGN_OR_RETURN(ImageIndex index, parse_layout_index(index_text));
     ASSIGN_OR_RETURN(Digest digest, choose_in_layout(index, ref));
     return import_manifest(store, staging, extracted_opener(staging.fd(), files), digest,
-                           "oci-archive", source, options);
+                           "oci-archive", source, options,
+                           extracted_adopter(store, staging.fd(), files));
 }
 
 // The digest of what a compressed layer decompresses to (its diff_id).

@@ -673,6 +673,27 @@ TEST_F(RegistryPullTest, APulledImageIsTheTreeUmociUnpacks) {
     }
     EXPECT_EQ(ours, umoci);
     EXPECT_THAT(ours["hello.txt"], HasSubstr("hello from the registry test"));
+
+    // The same image as skopeo writes it for `docker load` (a docker-archive: uncompressed
+    // layers, its own manifest.json): another digest, the same tree. Its layers, hashed as
+    // they were extracted, become blobs without a second copy.
+    const fs::path archive = registries->dir / fmt::format("docker-{}.tar", counter_++);
+    must(fmt::format("skopeo copy -q oci:{}:v1 docker-archive:{}",
+                     (registries->dir / "oci").string(), archive.string()));
+    auto from_archive = import_image(*store, archive.string(), ImportOptions{.name = "archive"});
+    ASSERT_THAT(from_archive, IsOk());
+    EXPECT_FALSE(from_archive->already_present);
+    for (const Digest& layer : from_archive->image.layers) {
+        EXPECT_TRUE(store->has_blob(layer)) << layer.str();
+    }
+    auto archived = tree_listing(fs::path(store->dir().path()) / "trees" /
+                                 std::string(from_archive->image.digest.hex()));
+    for (const char* name : kGeneratedEtcFiles) {
+        if (!umoci.contains(std::string("etc/") + name)) {
+            archived.erase(std::string("etc/") + name);
+        }
+    }
+    EXPECT_EQ(archived, umoci);
 }
 
 // The hostile registry, one misbehaviour per repository.
