@@ -1,9 +1,9 @@
 // Escape attempts from inside `stockade run`, one per test, each made by the probe binary
 // (tests/security/probe.cc) and bounded in time (--timeout, the harness's hard limit) and in
 // resources. Under ctest every case runs as root and as an unprivileged user, and again on an
-// imported image (STOCKADE_TEST_IMAGE=1: busybox and the host's libc, in a store of the suite's
-// own) rather than the host's /usr; cases at levels without a mount namespace, where an image
-// cannot be used, run on the host image there too.
+// imported image (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h: busybox and the host's
+// libc, in a store of the test's own) rather than the host's /usr; cases at levels without a
+// mount namespace, where an image cannot be used, run on the host image there too.
 //
 // Reading an outcome: the probe prints "BLOCKED ..." and exits 0, or "ESCAPED ..." and exits 1.
 // A failing case here is a sandbox escape, not a flaky test: the message carries the probe's line.
@@ -30,10 +30,10 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
-#include "tests/integration/busybox_image.h"
 #include "tests/testing/escape_support.h"
 #include "tests/testing/fd_leak_checker.h"
 #include "tests/testing/sandbox_harness.h"
+#include "tests/testing/test_image.h"
 
 namespace stockade::testing {
 namespace {
@@ -55,33 +55,8 @@ MATCHER(Escaped, "the probe reports an ESCAPE") {
 
 class EscapeTest : public ::testing::Test {
 protected:
-    // STOCKADE_TEST_IMAGE=1: every sandbox runs on an image the suite imports once.
-    static void SetUpTestSuite() {
-        const char* wanted = std::getenv("STOCKADE_TEST_IMAGE");
-        if (wanted == nullptr || std::string(wanted) != "1") {
-            return;
-        }
-        image_dir_ = new TempDir("stockade-escape-image");
-        const std::string rootfs = write_busybox_libc_rootfs(*image_dir_);
-        if (rootfs.empty()) {
-            image_error_ = "busybox-static or the host's libc is missing: no image to test on";
-            return;
-        }
-        RunConfig config;
-        config.env.push_back("STOCKADE_IMAGE_STORE=" + image_dir_->sub("store"));
-        const RunResult imported =
-            run_stockade({"image", "import", rootfs, "--name", "escape:test"}, config);
-        if (imported.exit_code != 0) {
-            image_error_ = "image import failed: " + imported.describe();
-        }
-    }
-    static void TearDownTestSuite() {
-        delete image_dir_;
-        image_dir_ = nullptr;
-    }
-
     void SetUp() override {
-        ASSERT_TRUE(image_error_.empty()) << image_error_;
+        SKIP_OR_FAIL_WITHOUT_TEST_IMAGE();
         ASSERT_FALSE(stockade_path().empty())
             << "STOCKADE_BIN is not set: run this suite through ctest";
         ASSERT_FALSE(probe_path().empty())
@@ -115,9 +90,11 @@ protected:
         const bool no_mount_namespace =
             std::find(options.begin(), options.end(), "landlock") != options.end() ||
             std::find(options.begin(), options.end(), "none") != options.end();
-        if (image_dir_ != nullptr && !no_mount_namespace) {
-            args.insert(args.end(), {"--image", "escape:test"});
-            config.env.push_back("STOCKADE_IMAGE_STORE=" + image_dir_->sub("store"));
+        if (!no_mount_namespace) {
+            const std::vector<std::string> image = test_image_flags();
+            args.insert(args.end(), image.begin(), image.end());
+            const std::vector<std::string> env = test_image_env();
+            config.env.insert(config.env.end(), env.begin(), env.end());
         }
         args.emplace_back("--");
         args.insert(args.end(), command.begin(), command.end());
@@ -149,9 +126,6 @@ protected:
         }
         return probe(probe_args, {"--isolation", "landlock"});
     }
-
-    static inline TempDir* image_dir_ = nullptr;  // the image's store, when testing on one
-    static inline std::string image_error_{};
 
     FdLeakChecker fd_leak_checker_;
     TempDir root_;

@@ -2,7 +2,9 @@
 // mounts that path deny rules become) from inside the sandbox: unmount or remount them, reach
 // the covered file through another name, a file handle, /proc, or a new mount namespace.
 // Each attempt is a small python script that prints "ESCAPED <what>" when it gets through;
-// every case runs as root and as an unprivileged user under ctest.
+// every case runs as root and as an unprivileged user under ctest. The sandbox stays on the
+// host's /usr when the suites run on the test image (STOCKADE_TEST_IMAGE=1,
+// tests/testing/test_image.h): that image (busybox and libc) has no python3.
 #include <unistd.h>
 
 #include <string>
@@ -103,6 +105,7 @@ protected:
     std::string script_;
 };
 
+// On the host's /usr whatever the suite runs on: the attempts are a python3 script.
 TEST_F(MaskEscapeTest, NoAttemptGetsPastTheMasks) {
     RunConfig config;
     config.cwd = workspace_;

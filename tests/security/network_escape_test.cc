@@ -6,6 +6,10 @@
 //
 // Every address here is loopback, the sandbox's own, or one that is never routed (link-local,
 // TEST-NET): nothing can leave the machine even if a check failed.
+//
+// The sessions stay on the host's /usr when the suites run on the test image
+// (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h): every case runs curl or python3, which
+// that image (busybox and libc) lacks.
 #include <string>
 #include <vector>
 
@@ -24,6 +28,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
+// On the host's /usr whatever the suite runs on: the cases need curl and python3.
 class NetworkEscapeTest : public AllowlistTest {
 protected:
     void SetUp() override {

@@ -13,7 +13,10 @@
 // Three sessions: the default one (full isolation where the host has it, --network none, with
 // --pids and --tmp-size small enough to reach), one with --memory 64M for the memory attacks,
 // and one at --isolation landlock (no namespaces: only Landlock and seccomp between a command
-// and the host) for the attacks of the run suite that are specific to that level.
+// and the host) for the attacks of the run suite that are specific to that level. Under ctest
+// the suite runs again with the first two on an imported image (STOCKADE_TEST_IMAGE=1,
+// tests/testing/test_image.h: busybox and the host's libc) rather than the host's /usr; the few
+// cases that need a host tool the image lacks (python3) have a host-image session of their own.
 //
 // The sessions run with --ask-fallback allow: every call passes the policy (this client cannot
 // be asked), so what stops an attack is the sandbox, never the policy's reading of the command.
@@ -44,6 +47,7 @@
 #include "tests/testing/escape_support.h"
 #include "tests/testing/sandbox_harness.h"
 #include "tests/testing/serve_client.h"
+#include "tests/testing/test_image.h"
 
 namespace stockade::testing {
 namespace {
@@ -104,6 +108,10 @@ ChildProcess start_host_process_as(uid_t uid) {
     return ChildProcess::start({"/bin/sleep", "60"});
 }
 
+// What a session's sandbox has as its root file system: the test image when the suite runs on
+// one (STOCKADE_TEST_IMAGE=1), or the host's /usr in any case.
+enum class Root { kTestImage, kHost };
+
 // One serve session, shared by every test of a fixture.
 struct Session {
     TempDir root{"stockade-serve-escape"};
@@ -124,14 +132,18 @@ struct Session {
 
 class ServeEscapeBase : public ::testing::Test {
 protected:
-    // Starts the fixture's session: `stockade serve` with `flags` (besides the probe's --ro and
-    // the policy flags), after `prepare` has seen the layout.
-    static void start_session(const std::vector<std::string>& flags,
+    // Starts the fixture's session: `stockade serve` with `flags` (besides the probe's --ro, the
+    // policy flags and the image's), on `root`, after `prepare` has seen the layout.
+    static void start_session(const std::vector<std::string>& flags, Root root,
                               void (*prepare)(Session&) = nullptr) {
         s_ = std::make_unique<Session>();
         Session& s = *s_;
         if (stockade_path().empty() || probe_path().empty()) {
             s.failure = "STOCKADE_BIN or STOCKADE_PROBE is not set: run this suite through ctest";
+            return;
+        }
+        if (test_image().wanted && !test_image().ready()) {
+            s.failure = "no test image";  // SetUp skips or fails every case with the reason
             return;
         }
         s.workspace = s.root.make_dir("workspace");
@@ -147,10 +159,16 @@ protected:
         // Every call passes the policy: what stops an attack is the sandbox (see the top).
         args.insert(args.end(), {"--ask-fallback", "allow", "--no-user-settings"});
         args.insert(args.end(), flags.begin(), flags.end());
+        ServeLaunch launch;
+        if (root == Root::kTestImage) {
+            const std::vector<std::string> image = test_image_flags();
+            args.insert(args.end(), image.begin(), image.end());
+            launch.env = test_image_env();
+        }
         // A secret in the server's environment, as a CI runner's token would be.
         s.secret_value = "stockade-secret-" + unique_suffix();
         ::setenv(kSecretName, s.secret_value.c_str(), 1);
-        s.serve = std::make_unique<ServeProcess>(s.workspace, s.state.path(), args);
+        s.serve = std::make_unique<ServeProcess>(s.workspace, s.state.path(), args, launch);
         ::unsetenv(kSecretName);
         auto init = s.serve->initialize();
         if (!init.contains("result")) {
@@ -254,6 +272,7 @@ protected:
     }
 
     void SetUp() override {
+        SKIP_OR_FAIL_WITHOUT_TEST_IMAGE();
         ASSERT_TRUE(s_) << "no session";
         if (s_->unavailable) {
             GTEST_SKIP() << "isolation level unavailable on this host: " << s_->failure;
@@ -361,11 +380,20 @@ std::unique_ptr<Session> ServeEscapeBase::s_;
 
 // The default session: full isolation where the host has it, --network none, small bounds on
 // processes and /tmp for the last attacks.
+const std::vector<std::string> kDefaultFlags{"--network", "none",       "--pids",
+                                             "64",        "--tmp-size", "8M"};
+
 class ServeEscapeTest : public ServeEscapeBase {
 protected:
-    static void SetUpTestSuite() {
-        start_session({"--network", "none", "--pids", "64", "--tmp-size", "8M"});
-    }
+    static void SetUpTestSuite() { start_session(kDefaultFlags, Root::kTestImage); }
+    static void TearDownTestSuite() { end_session(); }
+};
+
+// The same session on the host's /usr whatever the suite runs on, for the cases that need a
+// host tool (python3) the test image lacks.
+class ServeHostToolsEscapeTest : public ServeEscapeBase {
+protected:
+    static void SetUpTestSuite() { start_session(kDefaultFlags, Root::kHost); }
     static void TearDownTestSuite() { end_session(); }
 };
 
@@ -650,7 +678,8 @@ TEST_F(ServeEscapeTest, CannotConnectToAHostIpv6LoopbackPortWithNetworkNone) {
     EXPECT_FALSE(listener.connected()) << "the host listener saw a connection from the session";
 }
 
-TEST_F(ServeEscapeTest, TheSessionsOwnLoopbackWorksAndIsNotTheHosts) {
+// On the host's /usr: the session's listener is python3.
+TEST_F(ServeHostToolsEscapeTest, TheSessionsOwnLoopbackWorksAndIsNotTheHosts) {
     // Positive control for the two above: the probe does connect where a listener is reachable.
     // The session's listener takes the very port a host listener holds: two network namespaces,
     // and the connection reaches the session's.
@@ -771,12 +800,12 @@ TEST_F(ServeEscapeTest, FillingTmpStopsAtTheTmpSizeLimit) {
 
 // --- memory (--memory 64M): a session of its own ----------------------------------------------
 
+const std::vector<std::string> kMemoryFlags{"--network",  "none", "--memory", "64M",
+                                            "--tmp-size", "512M", "--pids",   "64"};
+
 class ServeMemoryEscapeTest : public ServeEscapeBase {
 protected:
-    static void SetUpTestSuite() {
-        start_session(
-            {"--network", "none", "--memory", "64M", "--tmp-size", "512M", "--pids", "64"});
-    }
+    static void SetUpTestSuite() { start_session(kMemoryFlags, Root::kTestImage); }
     static void TearDownTestSuite() { end_session(); }
 };
 
@@ -788,23 +817,6 @@ TEST_F(ServeMemoryEscapeTest, MemoryBombIsKilledOrRefused) {
         EXPECT_THAT(out, Blocked()) << "expected ENOMEM from mmap or a SIGKILL";
         EXPECT_THAT(out, HasSubstr("ENOMEM"));
     }
-}
-
-TEST_F(ServeMemoryEscapeTest, MemoryNoProcessHoldsKillsTheCommandNotTheWorker) {
-    if (!running_as_root()) {
-        GTEST_SKIP() << "no cgroup delegation to this user: the rlimit fallback (RLIMIT_AS) does "
-                        "not bound a memfd's pages";
-    }
-    // A memfd written but never mapped is charged to the memory cgroup and to no process's RSS:
-    // were the worker in the commands' cgroup, the OOM killer would take it, the largest
-    // process there (bash() checks that the same worker still serves the session).
-    std::string out = bash(
-        "python3 -c \"import os\nfd = os.memfd_create('fill')\nblock = b'x' * (1 << 20)\n"
-        "for i in range(256):\n    os.write(fd, block)\nprint('WROTE 256 MB')\"");
-    EXPECT_THAT(out, Not(HasSubstr("WROTE 256 MB"))) << out;
-    EXPECT_THAT(out, AnyOf(HasSubstr("killed by SIGKILL"), HasSubstr("MemoryError"),
-                           HasSubstr("No space"), HasSubstr("Cannot allocate")))
-        << out;
 }
 
 TEST_F(ServeMemoryEscapeTest, MemoryLimitAlsoBoundsTmpfs) {
@@ -821,6 +833,31 @@ TEST_F(ServeMemoryEscapeTest, MemoryLimitAlsoBoundsTmpfs) {
     (void)bash("rm -f /tmp/probe-fill-*");
 }
 
+// The same on the host's /usr whatever the suite runs on, for the cases that need python3.
+class ServeMemoryHostToolsEscapeTest : public ServeEscapeBase {
+protected:
+    static void SetUpTestSuite() { start_session(kMemoryFlags, Root::kHost); }
+    static void TearDownTestSuite() { end_session(); }
+};
+
+// On the host's /usr: the memfd is written by python3.
+TEST_F(ServeMemoryHostToolsEscapeTest, MemoryNoProcessHoldsKillsTheCommandNotTheWorker) {
+    if (!running_as_root()) {
+        GTEST_SKIP() << "no cgroup delegation to this user: the rlimit fallback (RLIMIT_AS) does "
+                        "not bound a memfd's pages";
+    }
+    // A memfd written but never mapped is charged to the memory cgroup and to no process's RSS:
+    // were the worker in the commands' cgroup, the OOM killer would take it, the largest
+    // process there (bash() checks that the same worker still serves the session).
+    std::string out = bash(
+        "python3 -c \"import os\nfd = os.memfd_create('fill')\nblock = b'x' * (1 << 20)\n"
+        "for i in range(256):\n    os.write(fd, block)\nprint('WROTE 256 MB')\"");
+    EXPECT_THAT(out, Not(HasSubstr("WROTE 256 MB"))) << out;
+    EXPECT_THAT(out, AnyOf(HasSubstr("killed by SIGKILL"), HasSubstr("MemoryError"),
+                           HasSubstr("No space"), HasSubstr("Cannot allocate")))
+        << out;
+}
+
 // --- level landlock: no namespaces, so Landlock (and seccomp) alone keep the session in -------
 
 // The sandbox user's host uid when root starts the session: pinned, so that the workspace can be
@@ -834,7 +871,8 @@ protected:
         if (running_as_root()) {
             flags.insert(flags.end(), {"--host-uid", std::to_string(kLandlockHostUid)});
         }
-        start_session(flags, [](Session& s) {
+        // No mount namespace at this level, so no image: the host's own root.
+        start_session(flags, Root::kHost, [](Session& s) {
             if (running_as_root()) {
                 EXPECT_EQ(::chown(s.workspace.c_str(), kLandlockHostUid, kLandlockHostUid), 0);
                 EXPECT_EQ(::chown((s.workspace + "/marker.txt").c_str(), kLandlockHostUid,

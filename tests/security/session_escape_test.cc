@@ -1,6 +1,9 @@
 // Escape attempts from commands the agent runs with `bash` and `process`: they share the
 // session worker's sandbox, so they must not reach the worker's channel, memory or
-// descriptors, kill it, push input into a terminal, or leave processes behind.
+// descriptors, kill it, push input into a terminal, or leave processes behind. Under ctest the
+// suite runs again with every session on an imported image (STOCKADE_TEST_IMAGE=1,
+// tests/testing/test_image.h: busybox and the host's libc) rather than the host's /usr, except
+// the cases whose commands need a host tool the image lacks (SessionEscapeHostToolsTest).
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -21,6 +24,7 @@
 #include "common/unique_fd.h"
 #include "tests/testing/sandbox_harness.h"
 #include "tests/testing/serve_client.h"
+#include "tests/testing/test_image.h"
 
 namespace stockade::testing {
 namespace {
@@ -31,8 +35,9 @@ using ::testing::Not;
 class SessionEscapeTest : public ::testing::Test {
 protected:
     void SetUp() override {
+        SKIP_OR_FAIL_WITHOUT_TEST_IMAGE();
         workspace_.write_file("marker.txt", "still here\n");
-        serve_ = std::make_unique<ServeProcess>(workspace_.path(), state_.path());
+        serve_ = start_serve(workspace_.path());
         auto init = serve_->initialize();
         ASSERT_TRUE(init.contains("result")) << init.dump();
     }
@@ -42,8 +47,23 @@ protected:
             EXPECT_FALSE(alive(worker)) << "worker " << worker << " outlived its session";
         }
     }
+    // Whether the sessions run on the test image when the suite runs on one.
+    [[nodiscard]] virtual bool on_test_image() const { return true; }
+
+    // `stockade serve` on `workspace` with `flags`, and on the test image when it is wanted.
+    std::unique_ptr<ServeProcess> start_serve(const std::string& workspace,
+                                              std::vector<std::string> flags = {}) const {
+        ServeLaunch launch;
+        if (on_test_image()) {
+            const std::vector<std::string> image = test_image_flags();
+            flags.insert(flags.end(), image.begin(), image.end());
+            launch.env = test_image_env();
+        }
+        return std::make_unique<ServeProcess>(workspace, state_.path(), flags, launch);
+    }
+
     void end_session() {
-        if (serve_->pid() > 0) {
+        if (serve_ && serve_->pid() > 0) {
             serve_->close_input();
             EXPECT_EQ(serve_->wait_exit(std::chrono::seconds(20)), 0);
         }
@@ -73,7 +93,15 @@ TEST_F(SessionEscapeTest, ACommandCannotReachTheWorkerChannelOrItsDescriptors) {
     EXPECT_THAT(probe, HasSubstr("env-closed"));
 }
 
-TEST_F(SessionEscapeTest, ACommandCannotKillOrTraceTheWorker) {
+// The sessions of these cases stay on the host's /usr, whose tools their commands need (each
+// case says which).
+class SessionEscapeHostToolsTest : public SessionEscapeTest {
+protected:
+    [[nodiscard]] bool on_test_image() const override { return false; }
+};
+
+// On the host's /usr: the ptrace is made from python3.
+TEST_F(SessionEscapeHostToolsTest, ACommandCannotKillOrTraceTheWorker) {
     std::string killed = bash("kill -KILL 1; kill -TERM 1; echo sent");
     EXPECT_THAT(killed, HasSubstr("sent"));
     auto read = serve_->call("read", {{"file_path", "marker.txt"}});
@@ -85,7 +113,8 @@ TEST_F(SessionEscapeTest, ACommandCannotKillOrTraceTheWorker) {
     EXPECT_THAT(traced, HasSubstr("attach -1"));
 }
 
-TEST_F(SessionEscapeTest, NoInputCanBePushedIntoATerminal) {
+// On the host's /usr: the TIOCSTI is made from python3.
+TEST_F(SessionEscapeHostToolsTest, NoInputCanBePushedIntoATerminal) {
     auto started = serve_->call(
         "process", {{"action", "start"},
                     {"command",
@@ -142,7 +171,9 @@ std::pair<int, bool> host_can_take(int want) {
     return {static_cast<int>(fds.size()), queued};
 }
 
-TEST_F(SessionEscapeTest, ASessionExhaustingItsKernelQuotasLeavesTheHostAndOtherSessionsTheirs) {
+// On the host's /usr: the quotas are taken by a python3 script.
+TEST_F(SessionEscapeHostToolsTest,
+       ASessionExhaustingItsKernelQuotasLeavesTheHostAndOtherSessionsTheirs) {
     // The kernel counts inotify instances and queued signals per user, and up the user
     // namespaces to their owners: a sandbox made by root, or sharing its caller's budget,
     // could leave the host and every other session none.
@@ -173,13 +204,13 @@ TEST_F(SessionEscapeTest, ASessionExhaustingItsKernelQuotasLeavesTheHostAndOther
 
     TempDir other_ws{"stockade-sess-ws2"};
     other_ws.write_file("exhaust.py", kExhaust);
-    ServeProcess other(other_ws.path(), state_.path());
-    ASSERT_TRUE(other.initialize().contains("result"));
-    const auto [other_inotify, other_signals] = hold(other);
+    const std::unique_ptr<ServeProcess> other = start_serve(other_ws.path());
+    ASSERT_TRUE(other->initialize().contains("result"));
+    const auto [other_inotify, other_signals] = hold(*other);
     EXPECT_GT(other_inotify, 0) << "a second session got no inotify instance";
     EXPECT_GT(other_signals, 0) << "a second session could not queue a signal";
-    other.close_input();
-    EXPECT_EQ(other.wait_exit(std::chrono::seconds(20)), 0);
+    other->close_input();
+    EXPECT_EQ(other->wait_exit(std::chrono::seconds(20)), 0);
 }
 
 TEST_F(SessionEscapeTest, ADaemonThatLeavesItsGroupStillDiesWithTheSession) {
@@ -228,7 +259,8 @@ bool gone_soon(const std::string& cmdline) {
     return !running(cmdline);
 }
 
-TEST_F(SessionEscapeTest, WhatABashCallLeavesRunningIsStoppedWhenItReturns) {
+// On the host's /usr: Debian's busybox-static has no nohup applet.
+TEST_F(SessionEscapeHostToolsTest, WhatABashCallLeavesRunningIsStoppedWhenItReturns) {
     // setsid, a double fork and nohup all leave the command's process group; none of them
     // leaves the command.
     std::string out = bash(
@@ -258,7 +290,8 @@ TEST_F(SessionEscapeTest, StoppingAProcessStopsWhatItStartedOutsideItsGroup) {
     EXPECT_TRUE(gone_soon(daemon)) << "the setsid'd child outlived `process stop`";
 }
 
-TEST_F(SessionEscapeTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorker) {
+// On the host's /usr: the lease is taken from python3.
+TEST_F(SessionEscapeHostToolsTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorker) {
     // A write lease on a script makes every other open and exec of it wait for the lease to be
     // broken (lease-break-time, 45 s): the worker's read, and its exec of the script.
     workspace_.write_file("run.sh", "#!/bin/sh\necho ran\n");
@@ -286,10 +319,11 @@ TEST_F(SessionEscapeTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorker) {
     (void)serve_->call("process", {{"action", "stop"}, {"id", "p1"}});
 }
 
-TEST_F(SessionEscapeTest, AProcessThatFillsTheProcessLimitIsNamedByTheNextFailure) {
+// On the host's /usr: bash retries a fork that hits the limit and holds it, where busybox sh
+// exits at once.
+TEST_F(SessionEscapeHostToolsTest, AProcessThatFillsTheProcessLimitIsNamedByTheNextFailure) {
     end_session();
-    serve_ = std::make_unique<ServeProcess>(workspace_.path(), state_.path(),
-                                            std::vector<std::string>{"--pids", "40"});
+    serve_ = start_serve(workspace_.path(), {"--pids", "40"});
     ASSERT_TRUE(serve_->initialize().contains("result"));
     auto started = serve_->call(
         "process", {{"action", "start"},

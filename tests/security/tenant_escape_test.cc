@@ -7,7 +7,9 @@
 //
 // One server for the suite, two tenants: alpha (the attacker) and beta (the victim), each with
 // its own workspace root and, as root, its own host uid range, which owns its root. Runs as root
-// and as the unprivileged test user (tests/testing/as_user.sh).
+// and as the unprivileged test user (tests/testing/as_user.sh), and again with both tenants'
+// sessions on an imported image (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h: busybox and
+// the host's libc, the tenants' "image") rather than the host's /usr.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #include "tests/testing/http_client.h"
 #include "tests/testing/sandbox_harness.h"
 #include "tests/testing/serve_client.h"
+#include "tests/testing/test_image.h"
 
 namespace stockade::testing {
 namespace {
@@ -102,6 +105,10 @@ struct Server {
             failure = "STOCKADE_BIN is not set: run this suite through ctest";
             return;
         }
+        if (test_image().wanted && !test_image().ready()) {
+            failure = "no test image";  // SetUp skips or fails every case with the reason
+            return;
+        }
         alpha = root.make_dir("alpha");
         beta = root.make_dir("beta");
         state = root.make_dir("state", 0700);
@@ -124,14 +131,20 @@ struct Server {
         }
         socket = root.sub("serve.sock");
         log = root.sub("serve.log");
-        tenants = root.write_file("tenants.json",
-                                  nlohmann::json{{"tenants",
-                                                  {tenant("alpha", kAlphaToken, alpha, kAlphaUid),
-                                                   tenant("beta", kBetaToken, beta, kBetaUid)}}}
-                                      .dump());
+        nlohmann::json both = nlohmann::json::array({tenant("alpha", kAlphaToken, alpha, kAlphaUid),
+                                                     tenant("beta", kBetaToken, beta, kBetaUid)});
+        if (test_image().ready()) {
+            for (nlohmann::json& t : both) {
+                t["image"] = test_image().name;
+            }
+        }
+        tenants = root.write_file("tenants.json", nlohmann::json{{"tenants", both}}.dump());
         RunConfig config;
         config.env = {"STOCKADE_STATE_DIR=" + state, "STOCKADE_TEST_LOG=" + log,
                       "SPDLOG_LEVEL=info"};
+        // The store the tenants' image is found in.
+        const std::vector<std::string> image_env = test_image_env();
+        config.env.insert(config.env.end(), image_env.begin(), image_env.end());
         config.timeout = 280s;
         serve = std::make_unique<ChildProcess>(ChildProcess::start(
             {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\"$STOCKADE_TEST_LOG\"", stockade_path(),
@@ -164,6 +177,7 @@ protected:
         server_.reset();
     }
     void SetUp() override {
+        SKIP_OR_FAIL_WITHOUT_TEST_IMAGE();
         if (!server_->failure.empty()) {
             GTEST_FAIL() << server_->failure;
         }

@@ -32,6 +32,7 @@ ServeProcess::ServeProcess(const std::string& workspace, const std::string& stat
     argv.push_back(nullptr);
     std::string state_env = "STOCKADE_STATE_DIR=" + state;
     const std::string err_path = launch.stderr_path.empty() ? "/dev/null" : launch.stderr_path;
+    std::vector<std::string> env = launch.env;  // putenv keeps the child's pointers to these
     pid_ = ::fork();
     if (pid_ == 0) {
         ::dup2(in[0], 0);
@@ -39,6 +40,9 @@ ServeProcess::ServeProcess(const std::string& workspace, const std::string& stat
         int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         ::dup2(err, 2);
         ::putenv(state_env.data());
+        for (std::string& entry : env) {
+            ::putenv(entry.data());
+        }
         if (launch.deny_user_namespaces && deny_user_namespaces() != 0) {
             ::_exit(126);
         }

@@ -19,6 +19,8 @@ struct ServeLaunch {
     std::string stderr_path{};
     // Serve and its sandboxes cannot create user namespaces (tests/testing/refusals.h).
     bool deny_user_namespaces = false;
+    // "NAME=VALUE" entries added to (or replacing in) the test's environment for serve.
+    std::vector<std::string> env{};
 };
 
 class ServeProcess {
