@@ -77,6 +77,11 @@ struct Splicer {
 
 }  // namespace
 
+// The binds name their sources by path. No sandbox can change where those paths lead: the
+// tree's directory is in the store (0700, its owner's), and a sandbox gets only the contents
+// of the entries bound, never a directory that holds one, so it cannot rename, replace or turn
+// into a symlink any directory on a path here (a build's steps, which write the tree, no more
+// than a session). Symlinks of the tree are recreated inside, never followed on the host.
 void add_stored_tree(const HeldTree& tree, bool writable, sandbox::SandboxSpec& spec) {
     Splicer splicer{.targets = {}, .writable = writable};
     for (const sandbox::Bind& bind : spec.binds) {

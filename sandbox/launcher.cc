@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -582,6 +583,20 @@ bool owns_as_host_uid(const SandboxSpec& spec) {
     return has_user_ns(spec.isolation) && privileged_caller() && spec.identity.host_uid != 0;
 }
 
+// The user namespace an image's root is idmapped through (0 -> `id`): the same for every
+// sandbox of the process, so made once per id and held for the process's life.
+Result<int> image_root_userns(uid_t id) {
+    static std::mutex mutex;
+    static std::map<uid_t, UniqueFd> made;
+    std::lock_guard lock(mutex);
+    auto it = made.find(id);
+    if (it == made.end()) {
+        ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(0, id, 0, id));
+        it = made.emplace(id, std::move(ns)).first;
+    }
+    return it->second.get();
+}
+
 // 1.5 Root callers: writable binds appear through idmapped mounts, so the sandbox user (an
 // unprivileged host uid) can write them and files keep their owner on disk. The other
 // sources are captured here too (the child, running as the host uid, may not traverse what
@@ -615,8 +630,8 @@ Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildP
     // A stored image's tree, where image root is mapped: its files of uid and gid 0 are the
     // mapped id's, root's inside. A file system that refuses idmapped mounts leaves them the
     // overflow ids (the plain capture below), as for an unprivileged caller.
-    UniqueFd root_ns;
     const uid_t image_root = spec.identity.image_root_host_id;
+    int root_ns = -1;
     for (size_t i = 0; image_root != 0 && i < plan.mounts.ops.size(); ++i) {
         const MountOp& op = plan.mounts.ops[i];
         const auto index = static_cast<size_t>(op.source_index);
@@ -624,10 +639,10 @@ Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildP
             plan.prepared_fds[index] >= 0) {
             continue;
         }
-        if (!root_ns) {
-            ASSIGN_OR_RETURN(root_ns, make_userns_fd(0, image_root, 0, image_root));
+        if (root_ns < 0) {
+            ASSIGN_OR_RETURN(root_ns, image_root_userns(image_root));
         }
-        auto tree = make_idmapped_tree(op.data, plan.mounts.source_fds[index], root_ns.get());
+        auto tree = make_idmapped_tree(op.data, plan.mounts.source_fds[index], root_ns);
         if (!tree) {
             SPDLOG_LOGGER_DEBUG(log::get("sandbox"), "image root stays unmapped: {}",
                                 tree.error().message);
