@@ -1,9 +1,9 @@
 // Escape attempts from inside `stockade run`, one per test, each made by the probe binary
 // (tests/security/probe.cc) and bounded in time (--timeout, the harness's hard limit) and in
 // resources. Under ctest every case runs as root and as an unprivileged user, and again on an
-// imported image (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h: busybox and the host's
-// libc, in a store of the test's own) rather than the host's /usr; cases at levels without a
-// mount namespace, where an image cannot be used, run on the host image there too.
+// imported image (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h: busybox, the host's libc
+// and a few host programs, in a store of the test's own) rather than the host's /usr; cases at
+// levels without a mount namespace, where an image cannot be used, run on the host image there too.
 //
 // Reading an outcome: the probe prints "BLOCKED ..." and exits 0, or "ESCAPED ..." and exits 1.
 // A failing case here is a sandbox escape, not a flaky test: the message carries the probe's line.

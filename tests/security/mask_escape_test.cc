@@ -2,9 +2,8 @@
 // mounts that path deny rules become) from inside the sandbox: unmount or remount them, reach
 // the covered file through another name, a file handle, /proc, or a new mount namespace.
 // Each attempt is a small python script that prints "ESCAPED <what>" when it gets through;
-// every case runs as root and as an unprivileged user under ctest. The sandbox stays on the
-// host's /usr when the suites run on the test image (STOCKADE_TEST_IMAGE=1,
-// tests/testing/test_image.h): that image (busybox and libc) has no python3.
+// every case runs as root and as an unprivileged user under ctest, and again on the test image
+// (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h), which carries the host's python3.
 #include <unistd.h>
 
 #include <string>
@@ -14,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/testing/sandbox_harness.h"
+#include "tests/testing/test_image.h"
 
 namespace stockade::testing {
 namespace {
@@ -83,6 +83,7 @@ print("END", flush=True)
 class MaskEscapeTest : public ::testing::Test {
 protected:
     void SetUp() override {
+        SKIP_OR_FAIL_WITHOUT_TEST_IMAGE();
         ASSERT_FALSE(stockade_path().empty())
             << "STOCKADE_BIN is not set: run this suite through ctest";
         std::string level = auto_isolation_level();
@@ -105,14 +106,17 @@ protected:
     std::string script_;
 };
 
-// On the host's /usr whatever the suite runs on: the attempts are a python3 script.
 TEST_F(MaskEscapeTest, NoAttemptGetsPastTheMasks) {
     RunConfig config;
     config.cwd = workspace_;
-    RunResult r =
-        run_stockade({"run", "--workspace", workspace_, "--ro", script_, "--mask", ".env", "--mask",
-                      "secrets", "--read-only", ".git/hooks", "--", "python3", script_, secret_},
-                     config);
+    config.env = test_image_env();
+    std::vector<std::string> args = {"run",     "--workspace", workspace_,  "--ro",
+                                     script_,   "--mask",      ".env",      "--mask",
+                                     "secrets", "--read-only", ".git/hooks"};
+    const std::vector<std::string> image = test_image_flags();
+    args.insert(args.end(), image.begin(), image.end());
+    args.insert(args.end(), {"--", "python3", script_, secret_});
+    RunResult r = run_stockade(args, config);
     ASSERT_EQ(r.exit_code, 0) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("END")) << r.describe();
     EXPECT_THAT(r.out, Not(HasSubstr("ESCAPED"))) << r.describe();

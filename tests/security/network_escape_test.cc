@@ -7,9 +7,8 @@
 // Every address here is loopback, the sandbox's own, or one that is never routed (link-local,
 // TEST-NET): nothing can leave the machine even if a check failed.
 //
-// The sessions stay on the host's /usr when the suites run on the test image
-// (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h): every case runs curl or python3, which
-// that image (busybox and libc) lacks.
+// Under ctest the suite runs again with the sessions on the test image (STOCKADE_TEST_IMAGE=1,
+// tests/testing/test_image.h), which carries the host's curl, getent and python3.
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 
 #include "tests/testing/sandbox_harness.h"
 #include "tests/testing/serve_client.h"
+#include "tests/testing/test_image.h"
 #include "tests/testing/upstreams.h"
 
 namespace stockade::testing {
@@ -28,10 +28,10 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// On the host's /usr whatever the suite runs on: the cases need curl and python3.
 class NetworkEscapeTest : public AllowlistTest {
 protected:
     void SetUp() override {
+        SKIP_OR_FAIL_WITHOUT_TEST_IMAGE();
         AllowlistTest::SetUp();
         if (IsSkipped() || HasFatalFailure()) {
             return;
@@ -45,7 +45,11 @@ protected:
         for (auto& flag : upstreams_->resolve_flags({"example.test"})) {
             flags.push_back(std::move(flag));
         }
-        serve_ = std::make_unique<ServeProcess>(workspace_.path(), state_.path(), flags);
+        const std::vector<std::string> image = test_image_flags();
+        flags.insert(flags.end(), image.begin(), image.end());
+        ServeLaunch launch;
+        launch.env = test_image_env();
+        serve_ = std::make_unique<ServeProcess>(workspace_.path(), state_.path(), flags, launch);
         ASSERT_TRUE(serve_->initialize().contains("result"));
     }
 

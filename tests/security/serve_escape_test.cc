@@ -15,8 +15,8 @@
 // and one at --isolation landlock (no namespaces: only Landlock and seccomp between a command
 // and the host) for the attacks of the run suite that are specific to that level. Under ctest
 // the suite runs again with the first two on an imported image (STOCKADE_TEST_IMAGE=1,
-// tests/testing/test_image.h: busybox and the host's libc) rather than the host's /usr; the few
-// cases that need a host tool the image lacks (python3) have a host-image session of their own.
+// tests/testing/test_image.h: busybox, the host's libc and the few host programs the attacks
+// are written in) rather than the host's /usr.
 //
 // The sessions run with --ask-fallback allow: every call passes the policy (this client cannot
 // be asked), so what stops an attack is the sandbox, never the policy's reading of the command.
@@ -389,14 +389,6 @@ protected:
     static void TearDownTestSuite() { end_session(); }
 };
 
-// The same session on the host's /usr whatever the suite runs on, for the cases that need a
-// host tool (python3) the test image lacks.
-class ServeHostToolsEscapeTest : public ServeEscapeBase {
-protected:
-    static void SetUpTestSuite() { start_session(kDefaultFlags, Root::kHost); }
-    static void TearDownTestSuite() { end_session(); }
-};
-
 // --- the probe itself -------------------------------------------------------------------------
 
 TEST_F(ServeEscapeTest, ProbeReportsEscapesWhenRunOutsideTheSandbox) {
@@ -678,8 +670,7 @@ TEST_F(ServeEscapeTest, CannotConnectToAHostIpv6LoopbackPortWithNetworkNone) {
     EXPECT_FALSE(listener.connected()) << "the host listener saw a connection from the session";
 }
 
-// On the host's /usr: the session's listener is python3.
-TEST_F(ServeHostToolsEscapeTest, TheSessionsOwnLoopbackWorksAndIsNotTheHosts) {
+TEST_F(ServeEscapeTest, TheSessionsOwnLoopbackWorksAndIsNotTheHosts) {
     // Positive control for the two above: the probe does connect where a listener is reachable.
     // The session's listener takes the very port a host listener holds: two network namespaces,
     // and the connection reaches the session's.
@@ -833,15 +824,7 @@ TEST_F(ServeMemoryEscapeTest, MemoryLimitAlsoBoundsTmpfs) {
     (void)bash("rm -f /tmp/probe-fill-*");
 }
 
-// The same on the host's /usr whatever the suite runs on, for the cases that need python3.
-class ServeMemoryHostToolsEscapeTest : public ServeEscapeBase {
-protected:
-    static void SetUpTestSuite() { start_session(kMemoryFlags, Root::kHost); }
-    static void TearDownTestSuite() { end_session(); }
-};
-
-// On the host's /usr: the memfd is written by python3.
-TEST_F(ServeMemoryHostToolsEscapeTest, MemoryNoProcessHoldsKillsTheCommandNotTheWorker) {
+TEST_F(ServeMemoryEscapeTest, MemoryNoProcessHoldsKillsTheCommandNotTheWorker) {
     if (!running_as_root()) {
         GTEST_SKIP() << "no cgroup delegation to this user: the rlimit fallback (RLIMIT_AS) does "
                         "not bound a memfd's pages";

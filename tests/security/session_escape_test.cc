@@ -2,8 +2,8 @@
 // session worker's sandbox, so they must not reach the worker's channel, memory or
 // descriptors, kill it, push input into a terminal, or leave processes behind. Under ctest the
 // suite runs again with every session on an imported image (STOCKADE_TEST_IMAGE=1,
-// tests/testing/test_image.h: busybox and the host's libc) rather than the host's /usr, except
-// the cases whose commands need a host tool the image lacks (SessionEscapeHostToolsTest).
+// tests/testing/test_image.h: busybox, the host's libc and the host programs the commands are
+// written in) rather than the host's /usr.
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
@@ -47,18 +47,13 @@ protected:
             EXPECT_FALSE(alive(worker)) << "worker " << worker << " outlived its session";
         }
     }
-    // Whether the sessions run on the test image when the suite runs on one.
-    [[nodiscard]] virtual bool on_test_image() const { return true; }
-
     // `stockade serve` on `workspace` with `flags`, and on the test image when it is wanted.
     std::unique_ptr<ServeProcess> start_serve(const std::string& workspace,
                                               std::vector<std::string> flags = {}) const {
+        const std::vector<std::string> image = test_image_flags();
+        flags.insert(flags.end(), image.begin(), image.end());
         ServeLaunch launch;
-        if (on_test_image()) {
-            const std::vector<std::string> image = test_image_flags();
-            flags.insert(flags.end(), image.begin(), image.end());
-            launch.env = test_image_env();
-        }
+        launch.env = test_image_env();
         return std::make_unique<ServeProcess>(workspace, state_.path(), flags, launch);
     }
 
@@ -93,15 +88,7 @@ TEST_F(SessionEscapeTest, ACommandCannotReachTheWorkerChannelOrItsDescriptors) {
     EXPECT_THAT(probe, HasSubstr("env-closed"));
 }
 
-// The sessions of these cases stay on the host's /usr, whose tools their commands need (each
-// case says which).
-class SessionEscapeHostToolsTest : public SessionEscapeTest {
-protected:
-    [[nodiscard]] bool on_test_image() const override { return false; }
-};
-
-// On the host's /usr: the ptrace is made from python3.
-TEST_F(SessionEscapeHostToolsTest, ACommandCannotKillOrTraceTheWorker) {
+TEST_F(SessionEscapeTest, ACommandCannotKillOrTraceTheWorker) {
     std::string killed = bash("kill -KILL 1; kill -TERM 1; echo sent");
     EXPECT_THAT(killed, HasSubstr("sent"));
     auto read = serve_->call("read", {{"file_path", "marker.txt"}});
@@ -113,8 +100,7 @@ TEST_F(SessionEscapeHostToolsTest, ACommandCannotKillOrTraceTheWorker) {
     EXPECT_THAT(traced, HasSubstr("attach -1"));
 }
 
-// On the host's /usr: the TIOCSTI is made from python3.
-TEST_F(SessionEscapeHostToolsTest, NoInputCanBePushedIntoATerminal) {
+TEST_F(SessionEscapeTest, NoInputCanBePushedIntoATerminal) {
     auto started = serve_->call(
         "process", {{"action", "start"},
                     {"command",
@@ -171,9 +157,7 @@ std::pair<int, bool> host_can_take(int want) {
     return {static_cast<int>(fds.size()), queued};
 }
 
-// On the host's /usr: the quotas are taken by a python3 script.
-TEST_F(SessionEscapeHostToolsTest,
-       ASessionExhaustingItsKernelQuotasLeavesTheHostAndOtherSessionsTheirs) {
+TEST_F(SessionEscapeTest, ASessionExhaustingItsKernelQuotasLeavesTheHostAndOtherSessionsTheirs) {
     // The kernel counts inotify instances and queued signals per user, and up the user
     // namespaces to their owners: a sandbox made by root, or sharing its caller's budget,
     // could leave the host and every other session none.
@@ -259,8 +243,7 @@ bool gone_soon(const std::string& cmdline) {
     return !running(cmdline);
 }
 
-// On the host's /usr: Debian's busybox-static has no nohup applet.
-TEST_F(SessionEscapeHostToolsTest, WhatABashCallLeavesRunningIsStoppedWhenItReturns) {
+TEST_F(SessionEscapeTest, WhatABashCallLeavesRunningIsStoppedWhenItReturns) {
     // setsid, a double fork and nohup all leave the command's process group; none of them
     // leaves the command.
     std::string out = bash(
@@ -290,8 +273,7 @@ TEST_F(SessionEscapeTest, StoppingAProcessStopsWhatItStartedOutsideItsGroup) {
     EXPECT_TRUE(gone_soon(daemon)) << "the setsid'd child outlived `process stop`";
 }
 
-// On the host's /usr: the lease is taken from python3.
-TEST_F(SessionEscapeHostToolsTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorker) {
+TEST_F(SessionEscapeTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorker) {
     // A write lease on a script makes every other open and exec of it wait for the lease to be
     // broken (lease-break-time, 45 s): the worker's read, and its exec of the script.
     workspace_.write_file("run.sh", "#!/bin/sh\necho ran\n");
@@ -319,9 +301,7 @@ TEST_F(SessionEscapeHostToolsTest, NoCommandCanTakeALeaseThatWouldFreezeTheWorke
     (void)serve_->call("process", {{"action", "stop"}, {"id", "p1"}});
 }
 
-// On the host's /usr: bash retries a fork that hits the limit and holds it, where busybox sh
-// exits at once.
-TEST_F(SessionEscapeHostToolsTest, AProcessThatFillsTheProcessLimitIsNamedByTheNextFailure) {
+TEST_F(SessionEscapeTest, AProcessThatFillsTheProcessLimitIsNamedByTheNextFailure) {
     end_session();
     serve_ = start_serve(workspace_.path(), {"--pids", "40"});
     ASSERT_TRUE(serve_->initialize().contains("result"));

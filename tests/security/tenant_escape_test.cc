@@ -8,8 +8,8 @@
 // One server for the suite, two tenants: alpha (the attacker) and beta (the victim), each with
 // its own workspace root and, as root, its own host uid range, which owns its root. Runs as root
 // and as the unprivileged test user (tests/testing/as_user.sh), and again with both tenants'
-// sessions on an imported image (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h: busybox and
-// the host's libc, the tenants' "image") rather than the host's /usr.
+// sessions on an imported image (STOCKADE_TEST_IMAGE=1, tests/testing/test_image.h: busybox,
+// the host's libc and a few host programs, the tenants' "image") rather than the host's /usr.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>

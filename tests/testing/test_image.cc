@@ -25,12 +25,14 @@ ImportedImage import_test_image() {
         return out;
     }
     out.dir = std::make_unique<TempDir>("stockade-test-image");
-    const std::string rootfs = write_busybox_libc_rootfs(*out.dir);
+    const std::string rootfs = write_busybox_libc_rootfs(*out.dir, /*host_programs=*/true);
     if (rootfs.empty()) {
         // tests/security/CMakeLists.txt marks the ctest entry skipped on this line.
         out.image.unavailable =
             "STOCKADE_TEST_IMAGE=1, but there is no image to test on: busybox-static (" +
-            std::string(kBusybox) + ") or the host's libc is missing";
+            std::string(kBusybox) +
+            "), the host's libc, or one of the host programs the "
+            "attacks are written in (python3, curl, bash, nohup, getent) is missing";
         return out;
     }
     out.image.store = out.dir->sub("store");

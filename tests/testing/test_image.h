@@ -1,8 +1,10 @@
 // The image the escape suites (tests/security) run their sandboxes on when STOCKADE_TEST_IMAGE=1:
-// busybox and the host's libc (tests/integration/busybox_image.h), imported once per test
-// process into a store of its own, so that every attack is tried again on a root file system
-// that is not the host's /usr. Without the variable nothing is imported, and the flags and
-// environment below are empty: the sandboxes run on the host image.
+// busybox, the host's libc, and the host programs the attacks are written in with their
+// libraries (python3 and its standard library, curl, bash, nohup, getent:
+// tests/integration/busybox_image.h), imported once per test process into a store of its own,
+// so that every attack is tried again on a root file system that is not the host's /usr. Without
+// the variable nothing is imported, and the flags and environment below are empty: the sandboxes
+// run on the host image.
 //
 // A suite starts a sandbox on it with test_image_flags() among stockade's flags and
 // test_image_env() in the environment of the stockade process (run, serve), and checks it with
