@@ -94,7 +94,8 @@ void add_run_options(CLI::App& run, stockade::runner::RunOptions& o) {
                    "--network allowlist: allow a named list of hosts, e.g. registries (the "
                    "package registries and code hosts; repeatable)");
     run.add_flag("--no-user-settings", o.network_policy.no_user_settings,
-                 "--network allowlist: ignore ~/.claude/settings.json");
+                 "--network allowlist: ignore the user's settings "
+                 "($XDG_CONFIG_HOME/stockade/settings.json, ~/.config/stockade/settings.json)");
     run.add_option("--memory", o.memory, "Memory limit, e.g. 512M or 2G (swap included)");
     run.add_option("--pids", o.pids, "Maximum number of processes and threads");
     run.add_option("--cpu", o.cpu, "CPU limit in CPUs, e.g. 0.5 or 2");
@@ -278,7 +279,7 @@ int main(int argc, char** argv) {
           sessions->add_subcommand("kill", "End sessions: stockade sessions kill ID...")}) {
         verb->add_option("--server", sessions_options.server,
                          "serve --http's address: http://HOST:PORT or unix:/PATH (default: "
-                         "$STOCKADE_SERVER, else http://127.0.0.1:8080)");
+                         "$STOCKADE_SERVER, else http://127.0.0.1:8787)");
         verb->add_option("--admin-token-file", sessions_options.admin_token_file,
                          "A file whose first line is the admin token, the one whose hash is in "
                          "serve's --admin-token-file (default: $STOCKADE_ADMIN_TOKEN)");

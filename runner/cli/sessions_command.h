@@ -21,7 +21,7 @@ struct SessionsOptions {
     std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // connect, and then the answer
 };
 
-inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:8080";
+inline constexpr std::string_view kDefaultServer = "http://127.0.0.1:8787";
 
 // Lists the server's sessions: a table sorted by tenant, then age (newest first), or with
 // --json the body of GET /admin/sessions. Exit 0, 1 when the server could not be asked or its
