@@ -448,16 +448,24 @@ private:
         if (!endpoints.empty()) {
             return true;
         }
+        const bool literal = request_.target.ip_literal;
         const std::string reason =
-            request_.target.ip_literal
+            literal
                 ? fmt::format("{} is {}, which is never reached through the proxy", example, why)
                 : fmt::format("{} resolves to {} ({}), which is never reached through the proxy",
                               request_.target.host, why, example);
-        // Only a name the operator pins (--resolve NAME=ADDRESS) leads to such an address; the
-        // model is not told how: it is never the model's to open.
+        // Only a name the operator pins leads to such an address (a mirror, a registry on a
+        // private network): the hint names the exact pin, for the user to decide on. A raw
+        // address has none.
+        const std::string hint =
+            literal ? std::string()
+                    : fmt::format(
+                          "if it is meant to be reached, the user can pin it: --resolve "
+                          "{}={} (settings: sandbox.network.resolve)",
+                          request_.target.host, example);
         refuse(403,
                fmt::format("refused {}:{}: {}", request_.target.host, request_.target.port, reason),
-               "", reason);
+               hint, reason);
         return false;
     }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
 #include "runner/session/policy_gate.h"
 
 namespace stockade::runner {
@@ -195,6 +196,7 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
     std::string call;
     std::string tag;
     bool by_elimination = false;
+    bool log_it = false;
     {
         std::lock_guard lock(mu_);
         tag = command_of_locked(r.tag);
@@ -205,7 +207,15 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
         if (r.outcome == network::Outcome::kRefused) {
             add_refusal(refused_[tag], r);
             add_refusal(all_refused_, r);
+            log_it = logged_hosts_.size() < kMaxLoggedHosts && logged_hosts_.insert(r.host).second;
         }
+    }
+    if (log_it) {
+        // The operator's view, once per host per session: what was refused and what would
+        // allow it (the model's result says the same).
+        SPDLOG_LOGGER_INFO(log::get("network"), "refused {}:{}: {}{}", r.host, r.port,
+                           r.reason.empty() ? "not in the allowlist" : r.reason,
+                           r.hint.empty() ? "" : "; " + r.hint);
     }
     if (config_.events == nullptr) {
         return;

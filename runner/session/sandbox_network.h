@@ -100,8 +100,11 @@ private:
     // tag → refusals by target, in the order first seen; guarded by mu_
     std::map<std::string, std::vector<tools::NetworkRefusal>> refused_;
     std::vector<tools::NetworkRefusal> all_refused_;  // guarded by mu_
-    std::map<std::string, std::string> commands_;     // tag → command text; guarded by mu_
-    std::map<std::string, mcp::ElicitFn> askers_;     // call id → its elicit; guarded by mu_
+    // Hosts whose refusal the log has named (once each, at most kMaxLoggedHosts); guarded by mu_.
+    static constexpr size_t kMaxLoggedHosts = 64;
+    std::set<std::string> logged_hosts_;
+    std::map<std::string, std::string> commands_;  // tag → command text; guarded by mu_
+    std::map<std::string, mcp::ElicitFn> askers_;  // call id → its elicit; guarded by mu_
     std::unique_ptr<network::Proxy> proxy_;
     // The questions in flight (joined, before the proxy they answer to goes); guarded by mu_.
     std::vector<std::jthread> asking_;

@@ -587,6 +587,16 @@ TEST_F(ProxyTest, LoopbackAndMetadataAddressesAreRefusedUnlessPinned) {
         EXPECT_THAT(r.reason, HasSubstr("never reached through the proxy")) << c.authority;
         EXPECT_EQ(r.address, "") << c.authority << ": refused before any connection";
         EXPECT_EQ(r.rule, "network.access(*)") << c.authority;
+        // A name gets the exact pin that would allow it; a raw address none.
+        if (c.authority.starts_with("localhost:")) {
+            // 127.0.0.1 or ::1, whichever the resolver gave first.
+            EXPECT_THAT(r.hint, StartsWith("if it is meant to be reached, the user can pin it: "
+                                           "--resolve localhost="));
+            EXPECT_THAT(r.hint, HasSubstr(" (settings: sandbox.network.resolve)"));
+            EXPECT_THAT(answer, HasSubstr("--resolve localhost="));
+        } else {
+            EXPECT_EQ(r.hint, "") << c.authority;
+        }
     }
     // The metadata address was refused before connecting: at once, not after a connect
     // attempt to an address that does not answer here.

@@ -367,6 +367,22 @@ TEST_F(BashToolTest, ConnectionsTheAllowlistRefusedAreInTheResult) {
             {.host = "", .port = 0, .count = 40}}};
     r = bash("./fetch-all.sh");
     expect_golden("bash_network_refused_many.txt", r.content);
+
+    // A name that resolves to a private address (a registry mirror on the operator's network):
+    // the exact pin that would allow it, for the user to decide on.
+    h.pm.scripts["npm install"] = FakeScript{
+        .output = "npm error code E403\n",
+        .exit_code = 1,
+        .network_refused = {
+            {.host = "registry.npmjs.org",
+             .port = 443,
+             .count = 1,
+             .reason = "registry.npmjs.org resolves to a private address (RFC 1918) (10.20.0.5), "
+                       "which is never reached through the proxy",
+             .hint = "if it is meant to be reached, the user can pin it: --resolve "
+                     "registry.npmjs.org=10.20.0.5 (settings: sandbox.network.resolve)"}}};
+    r = bash("npm install");
+    expect_golden("bash_network_refused_private_name.txt", r.content);
 }
 
 TEST_F(BashToolTest, ALogThatRanOutOfBudgetSaysWhatItLacks) {
