@@ -1,7 +1,6 @@
 #include "network/proxy.h"
 
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -31,6 +30,7 @@
 #include "common/log.h"
 #include "network/client_hello.h"
 #include "network/proxy_request.h"
+#include "network/reachability.h"
 
 namespace stockade::network {
 
@@ -57,32 +57,6 @@ constexpr size_t kRelayChunk = 64 * 1024;  // a pipe's default capacity
 constexpr int kBulkPipe = 1 << 20;         // the largest an unprivileged process may ask for
 constexpr size_t kMaxHead = 64 * 1024;
 constexpr size_t kHeadChunk = 8192;  // read at a time while a head or a ClientHello comes
-
-// This host's own addresses: a name that resolves to one of them reaches the host's services
-// as surely as loopback does.
-std::vector<asio::ip::address> own_addresses() {
-    std::vector<asio::ip::address> out;
-    ifaddrs* list = nullptr;
-    if (::getifaddrs(&list) != 0) {
-        return out;
-    }
-    for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-        if (it->ifa_addr == nullptr) {
-            continue;
-        }
-        if (it->ifa_addr->sa_family == AF_INET) {
-            const auto* in = reinterpret_cast<const sockaddr_in*>(it->ifa_addr);
-            out.emplace_back(asio::ip::address_v4(ntohl(in->sin_addr.s_addr)));
-        } else if (it->ifa_addr->sa_family == AF_INET6) {
-            const auto* in6 = reinterpret_cast<const sockaddr_in6*>(it->ifa_addr);
-            asio::ip::address_v6::bytes_type bytes{};
-            std::copy_n(in6->sin6_addr.s6_addr, 16, bytes.begin());
-            out.emplace_back(asio::ip::address_v6(bytes));
-        }
-    }
-    ::freeifaddrs(list);
-    return out;
-}
 
 std::string status_line(int status) {
     switch (status) {
@@ -428,44 +402,27 @@ private:
             });
     }
 
-    // Drops the endpoints no rule may open (private, loopback, this host's); false (and the
-    // connection refused) when none is left.
+    // Drops the endpoints no rule may open (private, loopback, this host's: reachability.h);
+    // false (and the connection refused) when none is left.
     bool filter(std::vector<tcp::endpoint>& endpoints) {
-        std::string why;
-        std::string example;
-        std::erase_if(endpoints, [&](const tcp::endpoint& e) {
-            std::optional<std::string_view> reason = private_address_reason(e.address());
-            if (!reason &&
-                std::find(proxy_.own.begin(), proxy_.own.end(), e.address()) != proxy_.own.end()) {
-                reason = "an address of this host";
-            }
-            if (reason && why.empty()) {
-                why = *reason;
-                example = e.address().to_string();
-            }
-            return reason.has_value();
-        });
-        if (!endpoints.empty()) {
-            return true;
+        std::vector<asio::ip::address> addresses;
+        for (const tcp::endpoint& e : endpoints) {
+            addresses.push_back(e.address());
         }
-        const bool literal = request_.target.ip_literal;
-        const std::string reason =
-            literal
-                ? fmt::format("{} is {}, which is never reached through the proxy", example, why)
-                : fmt::format("{} resolves to {} ({}), which is never reached through the proxy",
-                              request_.target.host, why, example);
+        const std::optional<Unreachable> first = drop_unreachable(addresses, proxy_.own);
+        std::erase_if(endpoints, [&](const tcp::endpoint& e) {
+            return std::find(addresses.begin(), addresses.end(), e.address()) == addresses.end();
+        });
+        if (!endpoints.empty() || !first) {
+            return !endpoints.empty();
+        }
         // Only a name the operator pins leads to such an address (a mirror, a registry on a
-        // private network): the hint names the exact pin, for the user to decide on. A raw
-        // address has none.
-        const std::string hint =
-            literal ? std::string()
-                    : fmt::format(
-                          "if it is meant to be reached, the user can pin it: --resolve "
-                          "{}={} (settings: sandbox.network.resolve)",
-                          request_.target.host, example);
+        // private network): the hint names the exact pin, for the user to decide on.
+        const bool literal = request_.target.ip_literal;
+        const std::string reason = unreachable_reason(request_.target.host, literal, *first);
         refuse(403,
                fmt::format("refused {}:{}: {}", request_.target.host, request_.target.port, reason),
-               hint, reason);
+               unreachable_hint(request_.target.host, literal, *first), reason);
         return false;
     }
 

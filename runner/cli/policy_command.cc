@@ -1,16 +1,24 @@
 #include "runner/cli/policy_command.h"
 
 #include <limits.h>
+#include <netdb.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
+#include <algorithm>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/syscall.h"
+#include "network/address.h"
+#include "network/reachability.h"
 #include "policy/explain.h"
 #include "policy/settings.h"
 #include "runner/cli/exit_codes.h"
@@ -125,8 +133,93 @@ std::optional<policy::Policy> load_explained_policy(const PolicyExplainOptions& 
     return std::move(loaded).value();
 }
 
+// After the rules, the proxy's address check (network/reachability.h) on what `host` resolves
+// to here, or on the settings' pin that names it: what it would do, as text lines and JSON.
+struct AddressCheck {
+    std::string text;
+    nlohmann::json json = nlohmann::json::object();
+    bool refused = false;
+};
+
+AddressCheck check_address(const policy::Policy& policy, const std::string& host, uint16_t port) {
+    AddressCheck out;
+    for (const policy::SandboxEntry& entry : policy.sandbox().resolve) {
+        auto pin = network::parse_resolve_pin(entry.value);
+        if (pin && pin->name == host && (!pin->port || port == 0 || *pin->port == port)) {
+            const std::string to = pin->address.to_string();
+            out.text = fmt::format(
+                "  address: pinned to {} by {} (sandbox.network.resolve): the proxy connects "
+                "there, whatever kind of address it is\n",
+                to, entry.origin);
+            out.json = {{"pinned", to}, {"origin", entry.origin}, {"proxy", "connects"}};
+            return out;
+        }
+    }
+    boost::system::error_code ec;
+    const auto literal = boost::asio::ip::make_address(host, ec);
+    std::vector<boost::asio::ip::address> addresses;
+    if (!ec) {
+        addresses.push_back(literal);
+    } else {
+        addrinfo hints{};
+        hints.ai_socktype = SOCK_STREAM;
+        addrinfo* found = nullptr;
+        if (const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+            out.text = fmt::format(
+                "  address: {} does not resolve on this host ({}): the proxy could not connect "
+                "(a name only the sandbox's network knows needs a pin: --resolve {}=ADDRESS)\n",
+                host, ::gai_strerror(rc), host);
+            out.json = {{"resolved", nlohmann::json::array()},
+                        {"error", ::gai_strerror(rc)},
+                        {"proxy", "fails"}};
+            out.refused = true;
+            return out;
+        }
+        for (addrinfo* it = found; it != nullptr; it = it->ai_next) {
+            boost::asio::ip::tcp::endpoint e;
+            if (it->ai_addrlen <= e.capacity()) {
+                std::memcpy(e.data(), it->ai_addr, it->ai_addrlen);
+                if (std::find(addresses.begin(), addresses.end(), e.address()) == addresses.end()) {
+                    addresses.push_back(e.address());
+                }
+            }
+        }
+        ::freeaddrinfo(found);
+    }
+    nlohmann::json resolved = nlohmann::json::array();
+    std::string listed;
+    for (const auto& a : addresses) {
+        resolved.push_back(a.to_string());
+        listed += (listed.empty() ? "" : ", ") + a.to_string();
+    }
+    const auto first = network::drop_unreachable(addresses, network::own_addresses());
+    if (addresses.empty() && first) {
+        const std::string hint = network::unreachable_hint(host, !ec, *first);
+        out.text = fmt::format("  address: {}: the proxy refuses it\n",
+                               network::unreachable_reason(host, !ec, *first));
+        if (!hint.empty()) {
+            out.text += fmt::format("  pin:     {}\n", hint);
+        }
+        out.json = {{"resolved", resolved},
+                    {"proxy", "refuses"},
+                    {"reason", network::unreachable_reason(host, !ec, *first)}};
+        if (!hint.empty()) {
+            out.json["hint"] = hint;
+        }
+        out.refused = true;
+        return out;
+    }
+    out.text = fmt::format(
+        "  address: {}{}: the proxy connects{}\n", ec ? host + " resolves to " : std::string(),
+        listed,
+        first ? fmt::format(" (not to {}: {})", first->address, first->why) : std::string());
+    out.json = {{"resolved", resolved}, {"proxy", "connects"}};
+    return out;
+}
+
 // `stockade policy explain network HOST[:PORT]`: the decision the allowlist proxy would get for
-// a connection to HOST on PORT.
+// a connection to HOST on PORT, and, where its rules would let it through, what its address
+// check would do with what HOST resolves to (a refusal there exits as a deny does).
 int explain_network(const PolicyExplainOptions& options, const HostDir& ws) {
     auto request = policy::connection_request(options.arguments);
     if (!request) {
@@ -138,13 +231,20 @@ int explain_network(const PolicyExplainOptions& options, const HostDir& ws) {
         return kExitUsage;
     }
     const policy::ConnectionExplanation explained = policy::explain_connection(*loaded, *request);
-    if (options.json) {
-        fmt::print("{}\n", policy::connection_json(explained).dump(
-                               2, ' ', false, nlohmann::json::error_handler_t::replace));
-    } else {
-        fmt::print("{}", policy::connection_text(explained));
+    std::optional<AddressCheck> address;
+    if (explained.outcome.decision != policy::Decision::kDeny) {
+        address = check_address(*loaded, request->host, request->port);
     }
-    return exit_status(explained.outcome.decision);
+    if (options.json) {
+        nlohmann::json out = policy::connection_json(explained);
+        if (address) {
+            out["address"] = address->json;
+        }
+        fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+    } else {
+        fmt::print("{}{}", policy::connection_text(explained), address ? address->text : "");
+    }
+    return address && address->refused ? kExitDenied : exit_status(explained.outcome.decision);
 }
 
 }  // namespace

@@ -382,5 +382,45 @@ TEST_F(PolicyTest, PolicyCheckAndExplain) {
     EXPECT_THAT(explained.out, HasSubstr("Bash(npm run test:*)"));
 }
 
+// The rules allow a name; the proxy's address check would still refuse it where it resolves to
+// loopback, and the explanation says so with the pin that would allow it. A pinned name is
+// reached wherever its pin leads.
+TEST_F(PolicyTest, ExplainNetworkRunsTheProxysAddressCheck) {
+    RunConfig in_ws;
+    in_ws.cwd = workspace_.path();
+    RunResult refused = run_stockade({"policy", "explain", "--no-user-settings", "--allow",
+                                      "network.access(localhost)", "network", "localhost:8080"},
+                                     in_ws);
+    EXPECT_EQ(refused.exit_code, 1) << refused.describe();
+    EXPECT_THAT(refused.out, HasSubstr("network localhost:8080: allow"));
+    EXPECT_THAT(refused.out, HasSubstr("  address: localhost resolves to a loopback address ("));
+    EXPECT_THAT(refused.out, HasSubstr("the proxy refuses it"));
+    EXPECT_THAT(refused.out, HasSubstr("  pin:     if it is meant to be reached, the user can "
+                                       "pin it: --resolve localhost="));
+    RunResult as_json =
+        run_stockade({"policy", "explain", "--no-user-settings", "--json", "--allow",
+                      "network.access(localhost)", "network", "localhost:8080"},
+                     in_ws);
+    const auto json = nlohmann::json::parse(as_json.out, nullptr, false);
+    ASSERT_TRUE(json.is_object()) << as_json.describe();
+    EXPECT_EQ(json["address"]["proxy"], "refuses") << json.dump(2);
+
+    workspace_.write_file(
+        "pinned.json", R"json({"sandbox": {"network": {"resolve": ["localhost=127.0.0.1"]}}})json");
+    RunResult pinned = run_stockade(
+        {"policy", "explain", "--no-user-settings", "--policy", workspace_.sub("pinned.json"),
+         "--allow", "network.access(localhost)", "network", "localhost:8080"},
+        in_ws);
+    EXPECT_EQ(pinned.exit_code, 0) << pinned.describe();
+    EXPECT_THAT(pinned.out, HasSubstr("  address: pinned to 127.0.0.1 by "));
+
+    // Denied by the rules: no address check (the rules already refuse it).
+    RunResult denied = run_stockade({"policy", "explain", "--no-user-settings", "--deny",
+                                     "network.access(localhost)", "network", "localhost:8080"},
+                                    in_ws);
+    EXPECT_EQ(denied.exit_code, 1) << denied.describe();
+    EXPECT_THAT(denied.out, Not(HasSubstr("address:")));
+}
+
 }  // namespace
 }  // namespace stockade::testing
