@@ -72,6 +72,15 @@ CallerContext caller() {
     return c;
 }
 
+// Root with CAP_SYS_ADMIN: its sandbox user maps to a host id of its own.
+CallerContext root_caller() {
+    CallerContext c = caller();
+    c.euid = 0;
+    c.egid = 0;
+    c.privileged = true;
+    return c;
+}
+
 bool has_env(const sandbox::SandboxSpec& spec, const std::string& entry) {
     return std::find(spec.env.begin(), spec.env.end(), entry) != spec.env.end();
 }
@@ -166,10 +175,7 @@ TEST(MakeSandboxSpecTest, TheWorkspaceAndTheSpillAreBoundByTheirDescriptors) {
 
 TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds) {
     const SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
-    CallerContext root = caller();
-    root.euid = 0;
-    root.egid = 0;
-    root.privileged = true;
+    const CallerContext root = root_caller();
     auto full = make_sandbox_spec(config, root, Isolation::kFull);
     ASSERT_THAT(full, IsOk());
     EXPECT_THAT(full->readable_paths, IsEmpty()) << "the mount view confines reads";
@@ -189,10 +195,7 @@ TEST(MakeSandboxSpecTest, AStoredImagesRootIsRootInsideOnlyForAPrivilegedCaller)
     SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
     config.image =
         images::Image{.name = "stored", .tree = images::HeldTree{.dir = workspace_dir()}};
-    CallerContext root = caller();
-    root.euid = 0;
-    root.egid = 0;
-    root.privileged = true;
+    const CallerContext root = root_caller();
     auto privileged = make_sandbox_spec(config, root, Isolation::kFull);
     ASSERT_THAT(privileged, IsOk());
     EXPECT_EQ(privileged->identity.image_root_host_id, kImageRootHostId);
