@@ -3,32 +3,46 @@
 #                 (stdout carries only the MCP protocol: everything else goes to stderr)
 #   make test     install missing packages, build, run every test (ends with ctest's summary)
 #   make build    leaves build/stockade
-#   make install  puts stockade in $(PREFIX)/bin (PREFIX=/usr/local; DESTDIR for packaging)
+#   make install  a release build (build-release/, only what ships), then stockade, its man pages,
+#                 completions, systemd unit and example into $(PREFIX) (/usr/local; DESTDIR too)
+#   make uninstall  removes what the last `make install` put (build-release/install_manifest.txt)
+#   make deb      the Debian package of the release build: build-release/stockade_*.deb
 SHELL := /bin/bash
 BUILD_DIR ?= build
 FUZZ_DIR ?= build-fuzz
 JOBS ?= $(shell nproc)
+RELEASE_DIR ?= build-release
 BUILD_TYPE ?= RelWithDebInfo
 PACKAGES := $(shell sed -e 's/\#.*//' debian-packages.txt)
+# The release build needs only the list's first section, up to its "## tests" line.
+BUILD_PACKAGES := $(shell sed -e '/^\#\# tests/,$$d' -e 's/\#.*//' debian-packages.txt)
 DEPS_STAMP := $(BUILD_DIR)/.deps-installed
+RELEASE_DEPS_STAMP := $(RELEASE_DIR)/.deps-installed
 PREFIX ?= /usr/local
 
-.PHONY: all deps e2e-deps agents-deps conformance-deps build run install test unit integration e2e agents \
-        fuzz-build bench format tidy clean
+.PHONY: all deps release-deps e2e-deps agents-deps conformance-deps build release run install \
+        uninstall deb test unit integration e2e agents fuzz-build bench format tidy clean
 
 all: build
 
 # Installs only what is missing, so a machine that has everything never needs root or apt.
-deps: $(DEPS_STAMP)
-$(DEPS_STAMP): debian-packages.txt
-	@missing=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(PACKAGES) 2>/dev/null \
-	    | awk '$$1 == "ii" {print $$2}' | sort | comm -13 - <(printf '%s\n' $(PACKAGES) | sort)); \
+#   $(call install-missing,PACKAGES,STAMP)
+define install-missing
+	@missing=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package}\n' $(1) 2>/dev/null \
+	    | awk '$$1 == "ii" {print $$2}' | sort | comm -13 - <(printf '%s\n' $(1) | sort)); \
 	if [ -n "$$missing" ]; then \
 	    echo "make: installing missing Debian packages:" $$missing; \
 	    if [ "$$(id -u)" != 0 ]; then echo "make: run as root (or install them yourself): apt-get install" $$missing >&2; exit 1; fi; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
-	@mkdir -p $(BUILD_DIR) && touch $@
+	@mkdir -p $(dir $(2)) && touch $(2)
+endef
+deps: $(DEPS_STAMP)
+$(DEPS_STAMP): debian-packages.txt
+	$(call install-missing,$(PACKAGES),$@)
+release-deps: $(RELEASE_DEPS_STAMP)
+$(RELEASE_DEPS_STAMP): debian-packages.txt
+	$(call install-missing,$(BUILD_PACKAGES),$@)
 
 $(BUILD_DIR)/CMakeCache.txt: $(DEPS_STAMP) CMakeLists.txt
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
@@ -42,8 +56,32 @@ run:
 	@$(MAKE) --no-print-directory build >&2
 	@exec $(BUILD_DIR)/stockade serve --workspace "$(CURDIR)"
 
-install: build
-	install -D -m 0755 $(BUILD_DIR)/stockade $(DESTDIR)$(PREFIX)/bin/stockade
+# The release build: what ships and nothing else (no tests, fuzzers or benchmarks), at -O2 like
+# the RelWithDebInfo tree the tests run, without its debug info.
+$(RELEASE_DIR)/CMakeCache.txt: $(RELEASE_DEPS_STAMP) CMakeLists.txt
+	cmake -S . -B $(RELEASE_DIR) -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+	    -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DSTOCKADE_BUILD_TESTS=OFF
+
+release: release-deps $(RELEASE_DIR)/CMakeCache.txt
+	cmake --build $(RELEASE_DIR) -j $(JOBS)
+
+# cmake --install honours DESTDIR and records every file in install_manifest.txt.
+install: release
+	DESTDIR="$(DESTDIR)" cmake --install $(RELEASE_DIR) --prefix $(PREFIX) --strip
+
+# What the last install put (the manifest lists it without DESTDIR: give the same one), then
+# the directory of ours it leaves (share/doc/stockade).
+uninstall:
+	@test -f $(RELEASE_DIR)/install_manifest.txt || { \
+	    echo "make: no $(RELEASE_DIR)/install_manifest.txt: nothing installed from this tree" >&2; exit 1; }
+	sed 's|^|$(DESTDIR)|' $(RELEASE_DIR)/install_manifest.txt | xargs -r -d '\n' rm -f --
+	sed -n 's|\(/share/doc/stockade\)/.*|\1|p' $(RELEASE_DIR)/install_manifest.txt | sort -u \
+	    | sed 's|^|$(DESTDIR)|' | xargs -r -d '\n' rm -rf --
+	rm $(RELEASE_DIR)/install_manifest.txt
+
+deb: release
+	cd $(RELEASE_DIR) && cpack -G DEB
+	@ls $(RELEASE_DIR)/stockade_*.deb
 
 # Fuzz targets are built with clang-14's libFuzzer; their corpora replay under ctest in the
 # main build (which links the same targets with a replay main()).
@@ -110,4 +148,4 @@ tidy: build
 	git ls-files '*.cc' | grep -v '^tests/' | xargs clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
-	rm -rf $(BUILD_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(FUZZ_DIR) $(RELEASE_DIR)
