@@ -35,6 +35,9 @@ void add_mount_options(CLI::App& app, stockade::runner::RunOptions& o) {
     app.add_option("--env", o.env,
                    "Pass NAME from this environment, or set NAME=VALUE (repeatable; everything "
                    "else is dropped)");
+    app.add_flag("--package-config", o.package_config,
+                 "Give the sandbox your npm, pip and cargo configuration (~/.npmrc, pip.conf, "
+                 "~/.cargo/config.toml) read-only, with their credentials left out");
 }
 
 // --image and --image-store, for run, serve and call alike.

@@ -14,6 +14,7 @@
 #include "images/image.h"
 #include "policy/network_preset.h"
 #include "runner/cli/image_command.h"
+#include "runner/session/package_config.h"
 
 namespace stockade::runner {
 namespace {
@@ -285,6 +286,22 @@ Result<ParsedFlags> parse_sandbox_flags(const RunOptions& flags, const CallerCon
             config.env.push_back(fmt::format("{}={}", name, *value));
         } else {
             parsed.warnings.push_back(fmt::format("--env {}: not set here; not passed", name));
+        }
+    }
+    if (flags.package_config) {
+        if (flags.workspace_per_session) {
+            return usage(
+                "--package-config gives the sandbox the configuration of the user "
+                "running stockade, which is not a tenant's: it is not for serve --http");
+        }
+        PackageConfig package = load_package_config(caller.environ, caller.euid);
+        config.files = std::move(package.files);
+        config.env.insert(config.env.end(), package.env.begin(), package.env.end());
+        parsed.warnings.insert(parsed.warnings.end(), package.warnings.begin(),
+                               package.warnings.end());
+        if (package.sources.empty() && package.warnings.empty()) {
+            parsed.warnings.push_back(
+                "--package-config: no npm, pip or cargo configuration of yours was found");
         }
     }
     return parsed;

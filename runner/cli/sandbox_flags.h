@@ -76,6 +76,9 @@ struct RunOptions {
     // `stockade run --writable-git`: leave .git/config and .git/hooks writable (they are
     // read-only by default, as in every session of serve).
     bool writable_git = false;
+    // --package-config: the caller's npm, pip and cargo configuration, without credentials
+    // (runner/session/package_config.h).
+    bool package_config = false;
     std::vector<std::string> command;
 };
 

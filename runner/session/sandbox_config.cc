@@ -242,6 +242,7 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     }
     // The image goes ahead of those binds, made around their mount points (add_image).
     images::add_image(config.image, spec);
+    spec.files.insert(spec.files.end(), config.files.begin(), config.files.end());
     if (level == Isolation::kLandlock) {
         spec.readable_paths = std::move(readable);
     }

@@ -126,6 +126,9 @@ struct SandboxConfig {
     // What crosses into the sandbox's environment besides the baseline (PATH, HOME, USER,
     // LOGNAME, SHELL, LANG, and TERM with a terminal): "NAME=VALUE", a later one winning.
     std::vector<std::string> env{};
+    // Files generated in the sandbox's root besides the image's (--package-config's copies,
+    // package_config.h); they need a mount namespace.
+    std::vector<sandbox::GeneratedFile> files{};
     sandbox::NetworkMode network = sandbox::NetworkMode::kNone;
     // --resolve NAME[:PORT]=ADDRESS[:PORT] (network allowlist): names the proxy connects to
     // where the operator says, private and loopback addresses included.

@@ -44,6 +44,17 @@ Result<StartedSandbox> start_sandbox(const SandboxConfig& config, const CallerCo
                                   resolved->shortfall.empty() ? "use --isolation full or namespaces"
                                                               : resolved->shortfall)});
         }
+        // --package-config's copies are files of the sandbox's own root, which only a mount
+        // namespace gives; pointing the tools at the host's originals would hand over the
+        // credentials the copies leave out.
+        if (!config.files.empty() && resolved->level != Isolation::kFull &&
+            resolved->level != Isolation::kNamespaces) {
+            return fail(StartStage::kIsolation,
+                        Error{Errc::kUnavailable,
+                              fmt::format("--package-config needs a mount namespace (isolation "
+                                          "full or namespaces), and this sandbox gets {}",
+                                          sandbox::isolation_name(resolved->level))});
+        }
         // 2. The spec.
         auto built = make_sandbox_spec(config, caller, resolved->level);
         if (!built) {

@@ -242,6 +242,42 @@ TEST_F(RunTest, EnvFlagWithAValueSetsIt) {
     EXPECT_THAT(split_lines(r.out), ::testing::Contains("STOCKADE_TEST_SET=a=b c"));
 }
 
+// --package-config: the user's npm and pip settings reach the sandbox's npm and pip; the
+// credentials in them reach nothing.
+TEST_F(RunTest, PackageConfigGivesNpmAndPipTheUsersSettingsWithoutCredentials) {
+    if (const std::string level = auto_isolation_level();
+        level != "full" && level != "namespaces") {
+        GTEST_SKIP() << "no namespace isolation for this caller here: --package-config needs it";
+    }
+    root_.make_dir("home");
+    root_.make_dir("home/.config");
+    root_.make_dir("home/.config/pip");
+    root_.write_file("home/.npmrc",
+                     "registry=https://npm.mirror.example/\n"
+                     "//npm.mirror.example/:_authToken=NPM-SECRET\n");
+    root_.write_file("home/.config/pip/pip.conf",
+                     "[global]\nindex-url = https://me:PIP-SECRET@pypi.mirror.example/simple\n");
+    RunConfig config;
+    config.env = {"HOME=" + root_.sub("home"), "XDG_CONFIG_HOME=" + root_.sub("home/.config")};
+    RunResult r =
+        sh("npm config get registry; python3 -m pip config list; "
+           "grep -rl SECRET /.stockade /.cargo 2>/dev/null; env | grep -c SECRET; true",
+           {"--package-config"}, config);
+    ASSERT_THAT(r, ExitsWith(0));
+    EXPECT_THAT(r.out, HasSubstr("https://npm.mirror.example/"));
+    EXPECT_THAT(r.out, HasSubstr("global.index-url='https://pypi.mirror.example/simple'"));
+    EXPECT_THAT(r.out, Not(HasSubstr("SECRET")));
+    // Without the flag, neither file is there (HOME inside is /tmp).
+    RunResult plain = sh("ls /.stockade 2>&1; npm config get registry", {}, config);
+    EXPECT_THAT(plain.out, HasSubstr("https://registry.npmjs.org/"));
+
+    // Where there is no mount namespace for the copies, the run is refused, never given the
+    // originals.
+    RunResult landlock = sh("true", {"--package-config", "--isolation", "landlock"}, config);
+    EXPECT_EQ(landlock.exit_code, 77) << landlock.describe();
+    EXPECT_THAT(landlock.err, HasSubstr("--package-config needs a mount namespace"));
+}
+
 // --- workspace, binds, working directory ------------------------------------------------------
 
 TEST_F(RunTest, WorkspaceIsWritableAtTheSamePath) {
