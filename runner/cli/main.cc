@@ -14,6 +14,7 @@
 #include "runner/cli/http_serve.h"
 #include "runner/cli/image_build.h"
 #include "runner/cli/image_command.h"
+#include "runner/cli/log_command.h"
 #include "runner/cli/policy_command.h"
 #include "runner/cli/run_command.h"
 #include "runner/cli/serve_command.h"
@@ -273,12 +274,39 @@ int main(int argc, char** argv) {
         "Print the SHA-256 of the token read from stdin, for --token-file or a tenants "
         "file's token_sha256");
 
+    stockade::runner::LogOptions log_options;
+    CLI::App* log_verb = app.add_subcommand(
+        "log",
+        "What sessions did: stockade log lists the sessions of the state directory; stockade "
+        "log SESSION prints one's event log as a timeline (calls, decisions, files changed, "
+        "processes, network refusals)");
+    log_verb->add_option(
+        "session", log_options.session,
+        "The session: its id (s-…), its MCP session id (serve --http), or a prefix "
+        "of either that only it has");
+    log_verb->add_option("--state-dir", log_options.state_dir,
+                         "The state directory serve used (default: $STOCKADE_STATE_DIR, "
+                         "$XDG_STATE_HOME/stockade or ~/.local/state/stockade)");
+    log_verb->add_flag("--json", log_options.json,
+                       "The list as a JSON array of {id, tenant, mcp_session, workspace, started, "
+                       "last_activity, calls, running, resumable, skipped_lines, problem}; a "
+                       "session's events as JSON lines, one object per line as in events.jsonl");
+    log_verb->add_flag(
+        "-f,--follow", log_options.follow,
+        "Keep printing the events appended to the session's log until it ends (or ^C)");
+    log_verb->add_option(
+        "--since", log_options.since,
+        "Only events from then on: a duration back from now (90s, 10m, 2h, 1d, 1h30m) "
+        "or a time (2026-11-30T12:00:00Z, 2026-11-30T13:00:00+01:00, 2026-11-30)");
+
     CLI::App* sessions =
         app.add_subcommand("sessions", "The sessions of a serve --http: list them, end some");
     sessions->require_subcommand(1);
     stockade::runner::SessionsOptions sessions_options;
     for (CLI::App* verb :
-         {sessions->add_subcommand("list", "List the sessions: id, tenant, age, idle time, calls"),
+         {sessions->add_subcommand("list",
+                                   "List the sessions: id, tenant, event log id, age, idle time, "
+                                   "calls made and running"),
           sessions->add_subcommand("kill", "End sessions: stockade sessions kill ID...")}) {
         verb->add_option("--server", sessions_options.server,
                          "serve --http's address: http://HOST:PORT or unix:/PATH (default: "
@@ -290,7 +318,8 @@ int main(int argc, char** argv) {
     CLI::App* sessions_list = sessions->get_subcommand("list");
     sessions_list->add_flag("--json", sessions_options.json,
                             "Print the server's JSON as it is: {\"sessions\": [{id, tenant, "
-                            "age_seconds, idle_seconds, calls}]}");
+                            "log_id, age_seconds, idle_seconds, calls, calls_made}]} (calls: "
+                            "running or waiting)");
     CLI::App* sessions_kill = sessions->get_subcommand("kill");
     sessions_kill->add_option("ids", sessions_options.ids, "The ids of the sessions to end")
         ->required();
@@ -449,6 +478,9 @@ int main(int argc, char** argv) {
                 where += " " + verb->get_name();
             }
         }
+        if (log_verb->parsed()) {
+            where += " log";
+        }
         fmt::print(stderr, "{}: {}. Run '{} --help' for usage.\n", where, e.what(), where);
         return kExitUsage;
     }
@@ -468,6 +500,9 @@ int main(int argc, char** argv) {
     }
     if (call->parsed()) {
         return stockade::runner::call_command(call_options);
+    }
+    if (log_verb->parsed()) {
+        return stockade::runner::log_command(log_options);
     }
     if (token_hash->parsed()) {
         return stockade::runner::token_hash_command();

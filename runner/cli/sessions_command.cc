@@ -571,9 +571,11 @@ Result<std::vector<SessionRow>> parse_sessions(std::string_view body) {
         rows.push_back(SessionRow{
             .id = string_of(session, "id"),
             .tenant = string_of(session, "tenant"),
+            .log_id = string_of(session, "log_id"),
             .age = seconds_of(member_or_null(session, "age_seconds")),
             .idle = seconds_of(member_or_null(session, "idle_seconds")),
-            .calls = count_of(member_or_null(session, "calls")),
+            .calls_made = count_of(member_or_null(session, "calls_made")),
+            .running = count_of(member_or_null(session, "calls")),
         });
     }
     return rows;
@@ -603,13 +605,14 @@ std::string format_sessions_table(std::vector<SessionRow> rows) {
     std::sort(rows.begin(), rows.end(), [](const SessionRow& a, const SessionRow& b) {
         return std::tie(a.tenant, a.age, a.id) < std::tie(b.tenant, b.age, b.id);
     });
-    constexpr std::size_t kColumns = 5;
+    constexpr std::size_t kColumns = 7;
     std::vector<std::array<std::string, kColumns>> cells;
-    cells.push_back({"ID", "TENANT", "AGE", "IDLE", "CALLS"});
+    cells.push_back({"ID", "TENANT", "LOG", "AGE", "IDLE", "CALLS", "RUNNING"});
     for (const SessionRow& row : rows) {
         cells.push_back({safe_text(row.id, 128), safe_text(row.tenant, 64),
+                         row.log_id.empty() ? std::string("-") : safe_text(row.log_id, 64),
                          format_duration(row.age), format_duration(row.idle),
-                         std::to_string(row.calls)});
+                         std::to_string(row.calls_made), std::to_string(row.running)});
     }
     std::array<std::size_t, kColumns> width{};
     for (const auto& line : cells) {

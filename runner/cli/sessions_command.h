@@ -60,23 +60,26 @@ Result<std::string> admin_token_from_text(std::string_view text);
 struct SessionRow {
     std::string id{};
     std::string tenant{};
+    std::string log_id{};  // its event log's id in the state directory (stockade log ID)
     std::chrono::seconds age{};
     std::chrono::seconds idle{};
-    std::uint64_t calls = 0;
+    std::uint64_t calls_made = 0;  // tools/call since it opened
+    std::uint64_t running = 0;     // tools/call running or waiting now
     bool operator==(const SessionRow&) const = default;
 };
-// The rows of a /admin/sessions body, {"sessions": [{id, tenant, age_seconds, idle_seconds,
-// calls}]}. kInvalidArgument when it is not JSON or not that shape; a field of a row that is
-// missing or of another type is "" or 0 (a newer server may add or drop one). Never throws.
+// The rows of a /admin/sessions body, {"sessions": [{id, tenant, log_id, age_seconds,
+// idle_seconds, calls, calls_made}]} ("calls": running or waiting). kInvalidArgument when it is
+// not JSON or not that shape; a field of a row that is missing or of another type is "" or 0
+// (an older server has no log_id or calls_made). Never throws.
 Result<std::vector<SessionRow>> parse_sessions(std::string_view body);
 
 // "45s", "3m12s", "2h05m", "3d04h": the two largest units; negative is "0s".
 std::string format_duration(std::chrono::seconds duration);
 
 // The plain table of `rows`, sorted by tenant, then age (newest first), then id: a header line
-// ID TENANT AGE IDLE CALLS and one line per row, columns aligned with two spaces between them.
-// Ids and tenants are shown with anything but printable ASCII as '?' (they come from the
-// server). Empty for no rows.
+// ID TENANT LOG AGE IDLE CALLS RUNNING and one line per row, columns aligned with two spaces
+// between them (LOG is "-" when the server did not say). Ids, tenants and log ids are shown with
+// anything but printable ASCII as '?' (they come from the server). Empty for no rows.
 std::string format_sessions_table(std::vector<SessionRow> rows);
 
 }  // namespace stockade::runner

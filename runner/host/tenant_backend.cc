@@ -264,6 +264,8 @@ Result<std::unique_ptr<mcp::ToolHost>> TenantBackend::open_session(
     const std::string digest = image.stored() ? image.tree->digest.str() : "-";
     config.sandbox.image = std::move(image);
     const std::string image_name = config.sandbox.image.name;
+    config.mcp_session_id = session_id;
+    config.tenant = tenant.name;
     ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::open(std::move(config)));
     RETURN_IF_ERROR(session->start_worker());
     SPDLOG_LOGGER_INFO(log::get("runner"),

@@ -250,6 +250,9 @@ private:
         if (!options_.instructions.empty()) {
             result["instructions"] = options_.instructions;
         }
+        if (std::string log_id = host_.event_log_id(); !log_id.empty()) {
+            result["_meta"][std::string(kMetaSessionKey)] = {{"event_log_id", std::move(log_id)}};
+        }
         reply(request.id, jsonrpc::encode_result(request.id, std::move(result)));
     }
 

@@ -1008,7 +1008,9 @@ private:
                                                     .count()},
                                 {"idle_seconds",
                                  std::chrono::duration_cast<std::chrono::seconds>(idle).count()},
-                                {"calls", session->calls()}});
+                                {"calls", session->calls()},
+                                {"calls_made", session->calls_made()},
+                                {"log_id", session->event_log_id()}});
             }
             return json_response(200, json{{"sessions", std::move(list)}}.dump());
         }

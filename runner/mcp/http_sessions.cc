@@ -48,6 +48,7 @@ McpSession::McpSession(std::string session_id, const HttpTenant& owner, const Ht
 
 void McpSession::start(std::unique_ptr<ToolHost> tool_host) {
     host_ = std::move(tool_host);
+    event_log_id_ = host_->event_log_id();
     connection_ = std::make_unique<Connection>(*host_, mcp_options_, *this);
 }
 
@@ -98,6 +99,10 @@ void McpSession::deliver(jsonrpc::Message message, std::size_t bytes) {
     std::lock_guard lock(deliver_mu_);
     touch();
     if (connection_ && !ended_) {
+        if (const auto* request = std::get_if<jsonrpc::Request>(&message);
+            request != nullptr && request->method == "tools/call") {
+            calls_made_.fetch_add(1);
+        }
         connection_->deliver(std::move(message), bytes);
     }
 }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,10 @@ public:
     [[nodiscard]] std::size_t calls() const {
         return connection_ && !ended_ ? connection_->calls() : 0;
     }
+    // The tools/call requests it was sent since it opened, whatever became of them.
+    [[nodiscard]] std::uint64_t calls_made() const { return calls_made_.load(); }
+    // Its event log's id in the state directory (ToolHost::event_log_id), once started.
+    [[nodiscard]] const std::string& event_log_id() const { return event_log_id_; }
     [[nodiscard]] std::string short_id() const { return id.substr(0, 12); }
 
     // Hands a message to the connection. Thread: any I/O thread; one at a time per session.
@@ -86,6 +91,8 @@ private:
     std::unique_ptr<ToolHost> host_;
     std::unique_ptr<Connection> connection_;  // after host_: ends first
     std::atomic<bool> ended_{false};
+    std::atomic<std::uint64_t> calls_made_{0};
+    std::string event_log_id_;  // set by start(), before the session is in the table
     std::mutex version_mu_;
     std::string version_;  // guarded by version_mu_
 };

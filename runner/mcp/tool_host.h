@@ -8,6 +8,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,9 @@
 #include "tools/tool.h"
 
 namespace stockade::mcp {
+
+// The initialize result's _meta key naming the session's event log: {"event_log_id": "s-…"}.
+inline constexpr std::string_view kMetaSessionKey = "dev.stockade/session";
 
 struct ToolInfo {
     std::string name;         // 1-128 of [A-Za-z0-9_.-]
@@ -124,6 +128,10 @@ public:
     // exception becomes JSON-RPC error -32603.
     virtual ToolCallResult call_tool(const std::string& name, const nlohmann::json& arguments,
                                      const CallInfo& info) = 0;
+
+    // The id of the session's event log in the state directory ("s-…", what `stockade log`
+    // takes), named in the initialize result's _meta and in /admin/sessions; empty: none.
+    [[nodiscard]] virtual std::string event_log_id() const { return {}; }
 };
 
 }  // namespace stockade::mcp

@@ -246,6 +246,12 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         if (worker.image.stored()) {
             started["image_digest"] = worker.image.tree->digest.str();
         }
+        if (!config.mcp_session_id.empty()) {
+            started["mcp_session"] = config.mcp_session_id;
+        }
+        if (!config.tenant.empty()) {
+            started["tenant"] = config.tenant;
+        }
         session->log_->record("SessionStarted", std::move(started), true);
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(

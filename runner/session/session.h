@@ -65,6 +65,10 @@ struct SessionConfig {
     // Prune the state directory's ended sessions' output at the start (spill_cap_bytes for all
     // of them). A host that prunes in the background (serve --http) turns it off.
     bool prune_outputs = true;
+    // The MCP session id serve --http gave the session, and its tenant (empty: none), recorded
+    // in SessionStarted so that `stockade log` finds the session by either id.
+    std::string mcp_session_id{};
+    std::string tenant{};
 };
 
 class Session final : public mcp::ToolHost {
@@ -87,6 +91,7 @@ public:
     std::vector<mcp::ToolInfo> list_tools() override;
     mcp::ToolCallResult call_tool(const std::string& name, const nlohmann::json& arguments,
                                   const mcp::CallInfo& info) override;
+    [[nodiscard]] std::string event_log_id() const override { return paths_.id; }
 
     // Runs one call outside MCP (`stockade call`).
     mcp::ToolCallResult call(const std::string& name, const nlohmann::json& arguments,

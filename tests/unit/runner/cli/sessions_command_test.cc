@@ -127,15 +127,21 @@ TEST(FormatDurationTest, ShowsTheTwoLargestUnits) {
 
 TEST(ParseSessionsTest, ReadsTheServersBody) {
     auto rows = parse_sessions(R"({"sessions":[
-        {"id":"aa","tenant":"alpha","age_seconds":192,"idle_seconds":4,"calls":7},
+        {"id":"aa","tenant":"alpha","log_id":"s-0123456789ab","age_seconds":192,
+         "idle_seconds":4,"calls":1,"calls_made":7},
         {"id":"bb","tenant":"beta","age_seconds":5,"idle_seconds":5,"calls":0}]})");
     ASSERT_THAT(rows, IsOk());
-    EXPECT_EQ(
-        *rows,
-        (std::vector<SessionRow>{
-            {.id = "aa", .tenant = "alpha", .age = seconds(192), .idle = seconds(4), .calls = 7},
-            {.id = "bb", .tenant = "beta", .age = seconds(5), .idle = seconds(5)},
-        }));
+    EXPECT_EQ(*rows, (std::vector<SessionRow>{
+                         {.id = "aa",
+                          .tenant = "alpha",
+                          .log_id = "s-0123456789ab",
+                          .age = seconds(192),
+                          .idle = seconds(4),
+                          .calls_made = 7,
+                          .running = 1},
+                         {.id = "bb", .tenant = "beta", .age = seconds(5), .idle = seconds(5)},
+                     }))
+        << "an older server's row has no log_id or calls_made";
 }
 
 TEST(ParseSessionsTest, ToleratesMissingAndOddFields) {
@@ -148,7 +154,7 @@ TEST(ParseSessionsTest, ToleratesMissingAndOddFields) {
     EXPECT_EQ(*rows, (std::vector<SessionRow>{
                          {.idle = seconds(1)},
                          {.age = kMax},
-                         {.age = kMax, .calls = 2},
+                         {.age = kMax, .running = 2},
                      }));
     EXPECT_EQ(format_duration(kMax), "106751991167300d15h");
 }
@@ -172,15 +178,26 @@ TEST(ParseSessionsTest, RefusesWhatIsNotASessionList) {
 
 TEST(FormatSessionsTableTest, AlignsAndSortsByTenantThenAge) {
     const std::vector<SessionRow> rows = {
-        {.id = "b2", .tenant = "beta", .age = seconds(5), .idle = seconds(5), .calls = 0},
-        {.id = "a-old", .tenant = "alpha", .age = seconds(7500), .idle = seconds(61), .calls = 12},
-        {.id = "a-new", .tenant = "alpha", .age = seconds(192), .idle = seconds(4), .calls = 3},
+        {.id = "b2", .tenant = "beta", .age = seconds(5), .idle = seconds(5)},
+        {.id = "a-old",
+         .tenant = "alpha",
+         .log_id = "s-00000000000a",
+         .age = seconds(7500),
+         .idle = seconds(61),
+         .calls_made = 12},
+        {.id = "a-new",
+         .tenant = "alpha",
+         .log_id = "s-00000000000b",
+         .age = seconds(192),
+         .idle = seconds(4),
+         .calls_made = 6,
+         .running = 2},
     };
     EXPECT_EQ(format_sessions_table(rows),
-              "ID     TENANT  AGE    IDLE   CALLS\n"
-              "a-new  alpha   3m12s  4s     3\n"
-              "a-old  alpha   2h05m  1m01s  12\n"
-              "b2     beta    5s     5s     0\n");
+              "ID     TENANT  LOG             AGE    IDLE   CALLS  RUNNING\n"
+              "a-new  alpha   s-00000000000b  3m12s  4s     6      2\n"
+              "a-old  alpha   s-00000000000a  2h05m  1m01s  12     0\n"
+              "b2     beta    -               5s     5s     0      0\n");
 }
 
 TEST(FormatSessionsTableTest, EmptyForNoSessions) {
@@ -189,20 +206,22 @@ TEST(FormatSessionsTableTest, EmptyForNoSessions) {
 
 TEST(FormatSessionsTableTest, ShowsTheServersStringsAsPrintableText) {
     const std::vector<SessionRow> rows = {
-        {.id = "x\x1b]0;pwned\x07", .tenant = "t\nu", .age = seconds(1)},
+        {.id = "x\x1b]0;pwned\x07", .tenant = "t\nu", .log_id = "s\x1b[2J", .age = seconds(1)},
     };
     EXPECT_EQ(format_sessions_table(rows),
-              "ID           TENANT  AGE  IDLE  CALLS\n"
-              "x?]0;pwned?  t?u     1s   0s    0\n");
+              "ID           TENANT  LOG    AGE  IDLE  CALLS  RUNNING\n"
+              "x?]0;pwned?  t?u     s?[2J  1s   0s    0      0\n");
 }
 
 TEST(FormatSessionsTableTest, FromAJsonBody) {
     auto rows = parse_sessions(
-        R"({"sessions":[{"id":"f00d","tenant":"alpha","age_seconds":3600,"idle_seconds":59,"calls":1}]})");
+        R"({"sessions":[{"id":"f00d","tenant":"alpha","log_id":"s-5ee5","age_seconds":3600,)"
+        R"("idle_seconds":59,"calls":1,"calls_made":6}]})");
     ASSERT_THAT(rows, IsOk());
     EXPECT_EQ(format_sessions_table(*rows),
-              "ID    TENANT  AGE    IDLE  CALLS\n"
-              "f00d  alpha   1h00m  59s   1\n");
+              "ID    TENANT  LOG     AGE    IDLE  CALLS  RUNNING\n"
+              "f00d  alpha   s-5ee5  1h00m  59s   6      1\n")
+        << "a session that made 6 calls, one of them running now";
 }
 
 }  // namespace

@@ -53,7 +53,10 @@ struct Calls {
 // group is killed) and nap (returns after arguments.ms milliseconds).
 class Host final : public ToolHost {
 public:
-    explicit Host(Calls& calls) : calls_(calls) {}
+    explicit Host(Calls& calls, std::string log_id = {})
+        : calls_(calls), log_id_(std::move(log_id)) {}
+
+    [[nodiscard]] std::string event_log_id() const override { return log_id_; }
 
     std::vector<ToolInfo> list_tools() override {
         return {ToolInfo{.name = "block",
@@ -99,6 +102,7 @@ public:
 
 private:
     Calls& calls_;
+    std::string log_id_;
 };
 
 // Tenants "t" (token "token-t", and no token at all unless `anonymous` is false: what --no-auth
@@ -118,9 +122,10 @@ public:
     Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& /*tenant*/,
                                                    const std::string& /*session_id*/,
                                                    const SessionRequest& /*request*/) override {
-        return std::unique_ptr<ToolHost>(std::make_unique<Host>(calls));
+        return std::unique_ptr<ToolHost>(std::make_unique<Host>(calls, log_id));
     }
 
+    std::string log_id;  // what each session's host names as its event log
     HttpTenant tenant{.name = "t"};
     HttpTenant other{.name = "o"};
     bool anonymous = true;
@@ -702,6 +707,31 @@ TEST_F(HttpServerTest, MetricsAndAdminEndpointsAreTheOperatorsOnly) {
     ASSERT_EQ(listed["sessions"].size(), 1U);
     EXPECT_EQ(listed["sessions"][0]["id"], session);
     EXPECT_EQ(listed["sessions"][0]["tenant"], "t");
+}
+
+TEST_F(HttpServerTest, InitializeAndTheSessionListNameTheEventLogAndCountCallsMade) {
+    backend_.log_id = "s-0123456789ab";
+    start();
+    Reply opened = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    ASSERT_EQ(opened.status, 200);
+    EXPECT_EQ(json::parse(opened.body)["result"]["_meta"]["dev.stockade/session"]["event_log_id"],
+              "s-0123456789ab")
+        << opened.body;
+    const std::string session = opened.header("mcp-session-id");
+    for (int i = 0; i < 3; ++i) {
+        Reply done = exchange(
+            endpoint(), "POST",
+            rpc(10 + i, "tools/call", {{"name", "nap"}, {"arguments", {{"ms", 0}}}}).dump(),
+            in_session(session, kJsonOnly));
+        ASSERT_EQ(done.status, 200) << done.body;
+    }
+    Reply listed = exchange(endpoint(), "GET", "", {}, "/admin/sessions");
+    ASSERT_EQ(listed.status, 200) << listed.body;
+    const json sessions = json::parse(listed.body)["sessions"];
+    ASSERT_EQ(sessions.size(), 1U) << listed.body;
+    EXPECT_EQ(sessions[0]["log_id"], "s-0123456789ab");
+    EXPECT_EQ(sessions[0]["calls_made"], 3) << "every call made, not only those running";
+    EXPECT_EQ(sessions[0]["calls"], 0) << "none running now";
 }
 
 TEST_F(HttpServerTest, InitializeOpensASessionThatLaterRequestsFind) {
