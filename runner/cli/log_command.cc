@@ -37,36 +37,20 @@ constexpr int kPollsPerLivenessCheck = 5;
 class LogFile {
 public:
     static Result<LogFile> open(int dir_fd, const std::string& shown) {
-        const int fd = retry_eintr(
-            [&] { return ::openat(dir_fd, "events.jsonl", O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
-        if (fd < 0) {
-            const int err = errno;
-            if (err == ENOENT) {
-                return Error{Errc::kNotFound,
-                             fmt::format("the session has no event log \"{}\" (it never started, "
-                                         "or its directory was emptied)",
-                                         shown),
-                             err};
+        auto owned = EventLog::open_supervisor_log(dir_fd, "events.jsonl", shown, "read");
+        if (!owned) {
+            Error error = std::move(owned).error();
+            if (error.code == Errc::kNotFound) {
+                error.message = fmt::format(
+                    "the session has no event log \"{}\" (it never started, or its directory "
+                    "was emptied)",
+                    shown);
+            } else if (error.code == Errc::kPermissionDenied && error.sys_errno == 0) {
+                error.message += "; run stockade log as the user serve runs as";
             }
-            return Error{err == ELOOP ? Errc::kPermissionDenied : Errc::kInternal,
-                         fmt::format("open event log \"{}\"{}", shown,
-                                     err == ELOOP ? ": it is a symlink, which is never followed"
-                                                  : ": " + errno_string(err)),
-                         err};
+            return error;
         }
-        UniqueFd owned(fd);
-        struct stat st {};
-        if (::fstat(fd, &st) != 0) {
-            return errno_error(fmt::format("stat event log \"{}\"", shown), errno);
-        }
-        if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
-            return Error{Errc::kPermissionDenied,
-                         fmt::format("refusing to read event log \"{}\": it is not a file only "
-                                     "Stockade's user can write (owner uid {}, mode {:o}); run "
-                                     "stockade log as the user serve runs as",
-                                     shown, st.st_uid, st.st_mode & 07777)};
-        }
-        return LogFile(std::move(owned), shown);
+        return LogFile(std::move(*owned), shown);
     }
 
     // Everything appended since the last call (up to its end now).

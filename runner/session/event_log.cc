@@ -94,8 +94,8 @@ Result<EventLog> EventLog::open_at(int dir_fd, const std::string& name, const st
     return EventLog(UniqueFd(fd), std::move(session_id), next);
 }
 
-Result<EventLog::Replay> EventLog::read_supervisor_log(int dir_fd, const std::string& name,
-                                                       const std::string& shown) {
+Result<UniqueFd> EventLog::open_supervisor_log(int dir_fd, const std::string& name,
+                                               const std::string& shown, std::string_view action) {
     int fd = retry_eintr(
         [&] { return ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); });
     if (fd < 0) {
@@ -116,10 +116,17 @@ Result<EventLog::Replay> EventLog::read_supervisor_log(int dir_fd, const std::st
     }
     if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 022) != 0) {
         return Error{Errc::kPermissionDenied,
-                     fmt::format("refusing to replay event log \"{}\": it is not a file only "
+                     fmt::format("refusing to {} event log \"{}\": it is not a file only "
                                  "Stockade's user can write (owner uid {}, mode {:o})",
-                                 shown, st.st_uid, st.st_mode & 07777)};
+                                 action, shown, st.st_uid, st.st_mode & 07777)};
     }
+    return owned;
+}
+
+Result<EventLog::Replay> EventLog::read_supervisor_log(int dir_fd, const std::string& name,
+                                                       const std::string& shown) {
+    ASSIGN_OR_RETURN(UniqueFd owned, open_supervisor_log(dir_fd, name, shown, "replay"));
+    const int fd = owned.get();
     auto text = stockade::read_all(fd, kMaxLogBytes);  // not EventLog::read_all
     if (!text) {
         return text.error().wrap(fmt::format("read \"{}\"", shown));

@@ -47,6 +47,11 @@ public:
     // read_all of `name` beneath `dir_fd` that refuses what the supervisor cannot have written
     // alone: a symlink, anything but a regular file, a file of another user or that others may
     // write (kPermissionDenied). A missing file is kNotFound.
+    // `name` beneath `dir_fd`, opened for reading when it is a log the supervisor can have
+    // written alone (the refusals of read_supervisor_log, with the same errors; `action` says
+    // what was refused in the message: "replay", "read").
+    static Result<UniqueFd> open_supervisor_log(int dir_fd, const std::string& name,
+                                                const std::string& shown, std::string_view action);
     static Result<Replay> read_supervisor_log(int dir_fd, const std::string& name,
                                               const std::string& shown);
 
