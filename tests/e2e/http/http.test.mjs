@@ -321,13 +321,16 @@ describe('stockade serve --http', { skip }, () => {
         assert.equal(listed.get(idA)?.tenant, 'alpha', json.stdout);
         assert.equal(listed.get(idB)?.tenant, 'beta', json.stdout);
         assert.ok(listed.get(idA).age_seconds >= 0 && listed.get(idA).calls >= 0);
+        // Each names its event log (what `stockade log` takes) and the calls it has made.
+        assert.match(listed.get(idA).log_id, /^s-[0-9a-f]{12}$/, json.stdout);
+        assert.ok(listed.get(idA).calls_made >= 0, json.stdout);
 
         // The table, with the server and token from the environment this time.
         const table = sessionsCli(['list'], { STOCKADE_SERVER: url(), STOCKADE_ADMIN_TOKEN: TOKEN_O });
         assert.equal(table.status, 0, table.stderr);
         const lines = table.stdout.trimEnd().split('\n');
-        assert.match(lines[0], /^ID\s+TENANT\s+AGE\s+IDLE\s+CALLS$/);
-        assert.ok(lines.some((l) => new RegExp(`^${idA}\\s+alpha\\s+\\d+s\\s+\\d+s\\s+\\d+$`).test(l)), table.stdout);
+        assert.match(lines[0], /^ID\s+TENANT\s+LOG\s+AGE\s+IDLE\s+CALLS\s+RUNNING$/);
+        assert.ok(lines.some((l) => new RegExp(`^${idA}\\s+alpha\\s+s-[0-9a-f]{12}\\s+\\d+s\\s+\\d+s\\s+\\d+\\s+\\d+$`).test(l)), table.stdout);
         assert.ok(lines.findIndex((l) => l.includes(idA)) < lines.findIndex((l) => l.includes(idB)), 'sorted by tenant');
 
         const killed = sessionsCli(['kill', idB, ...server]);
