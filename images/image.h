@@ -5,7 +5,8 @@
 // /home, /var or /run. Every other image is a tree of the image store (store.h): its top-level
 // directories bound read-only, its symlinks copied, and the same generated files over its own
 // /etc/passwd, group, hosts and hostname; the host's resolver configuration over its
-// resolv.conf. A stored image needs a mount namespace: at level landlock it cannot be used.
+// resolv.conf (which a sandbox with a network namespace of its own replaces with one naming
+// Stockade's resolver: runner::make_sandbox_spec). A stored image needs a mount namespace: at level landlock it cannot be used.
 #pragma once
 
 #include <string>

@@ -70,6 +70,8 @@ const char* child_step_name(ChildStep step) noexcept {
             return "set the hostname";
         case ChildStep::kLoopback:
             return "bring up loopback";
+        case ChildStep::kDnsSocket:
+            return "bind the resolver's socket";
         case ChildStep::kProxyListener:
             return "listen for the network proxy";
         case ChildStep::kDropCaps:
@@ -685,6 +687,26 @@ void listen_for_proxy(const ChildPlan& plan) noexcept {
     ::close(fd);
 }
 
+// Network modes none and allowlist: the resolver's address on this namespace's loopback (what
+// the generated /etc/resolv.conf names), taken before anything untrusted runs, and handed to
+// the supervisor, which answers every query from outside. Port 53 needs CAP_NET_BIND_SERVICE,
+// which the child holds in the user namespace that owns this network namespace.
+void bind_for_resolver(const ChildPlan& plan) noexcept {
+    int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        fail(plan, ChildStep::kDnsSocket, errno);
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(53);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        fail(plan, ChildStep::kDnsSocket, errno);
+    }
+    send_to_supervisor(plan, ChildMessage::kDnsSocket, fd, ChildStep::kDnsSocket);
+    ::close(fd);
+}
+
 // Bounding set, ambient set and securebits, while CAP_SETPCAP is still held.
 void drop_capability_bounds(const ChildPlan& plan) noexcept {
     if (!plan.new_user_ns) {
@@ -984,6 +1006,9 @@ void wait_for_supervisor(const ChildPlan& plan) noexcept {
         bring_up_loopback(plan);
         if (plan.proxy_port != 0) {
             listen_for_proxy(plan);
+        }
+        if (plan.dns_socket) {
+            bind_for_resolver(plan);
         }
     }
     // The supervisor placed this process in its cgroup leaf while the root above was built

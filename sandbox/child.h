@@ -39,6 +39,7 @@ enum class ChildStep : uint32_t {
     kHostname,             // 4c
     kLoopback,             // 4c
     kProxyListener,        // 4c
+    kDnsSocket,            // 4c
     kCgroupNamespace,      // 4c
     kDropCaps,             // 4d
     kNoNewPrivs,           // 4d
@@ -63,7 +64,12 @@ struct ChildError {
 // A message on the sync socket, child -> supervisor. kPtyMaster carries the descriptor as
 // SCM_RIGHTS; kError ends the conversation. EOF without kError means the command was exec'd.
 struct ChildMessage {
-    enum Kind : uint32_t { kError = 1, kPtyMaster = 2, kProxyListener = 3 } kind = kError;
+    enum Kind : uint32_t {
+        kError = 1,
+        kPtyMaster = 2,
+        kProxyListener = 3,
+        kDnsSocket = 4
+    } kind = kError;
     ChildError error;
 };
 
@@ -92,6 +98,7 @@ struct ChildPlan {
     bool new_uts_ns = true;
     bool new_net_ns = true;
     uint16_t proxy_port = 0;    // non-zero: listen on 127.0.0.1:proxy_port, send the socket over
+    bool dns_socket = false;    // bind UDP 127.0.0.1:53, send the socket over
     bool as_pid1 = true;        // fork the command from a reaping init (we are pid 1 of a pid ns)
     int exec_fd = -1;           // execveat(exec_fd, "", AT_EMPTY_PATH) instead of a PATH search
     std::vector<int> pass_fds;  // become the command's fds 3, 4, ...

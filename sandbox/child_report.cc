@@ -48,6 +48,8 @@ Result<ChildReport> receive_child_report(int fd) {
             out.terminal = std::move(passed_fd);
         } else if (msg.kind == ChildMessage::kProxyListener) {
             out.proxy_listener = std::move(passed_fd);
+        } else if (msg.kind == ChildMessage::kDnsSocket) {
+            out.dns_socket = std::move(passed_fd);
         }
         if (msg.kind == ChildMessage::kError) {
             out.error = true;

@@ -1,6 +1,7 @@
 // The supervisor's end of the sync socket: what the child reports between clone and exec.
 //
-// The child sends ChildMessages (its terminal, the proxy's listening socket, or one error) and
+// The child sends ChildMessages (its terminal, the proxy's listening socket, the
+// resolver's socket, or one error) and
 // closes its end when it execs. The supervisor reads them until EOF or the error:
 //
 //   ASSIGN_OR_RETURN(ChildReport report, receive_child_report(sync_fd));
@@ -20,6 +21,7 @@ struct ChildReport {
     ChildError child_error;
     UniqueFd terminal;        // ChildMessage::kPtyMaster
     UniqueFd proxy_listener;  // ChildMessage::kProxyListener
+    UniqueFd dns_socket;      // ChildMessage::kDnsSocket
 };
 
 // Reads the child's messages on `fd` (SOCK_SEQPACKET) until EOF, which means the command was

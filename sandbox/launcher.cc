@@ -332,6 +332,7 @@ Sandbox::Sandbox(Sandbox&& other) noexcept
       pidfd_(std::move(other.pidfd_)),
       terminal_(std::move(other.terminal_)),
       proxy_listener_(std::move(other.proxy_listener_)),
+      dns_socket_(std::move(other.dns_socket_)),
       cgroup_(std::move(other.cgroup_)),
       reaped_(std::exchange(other.reaped_, true)),
       adopts_(std::exchange(other.adopts_, false)) {
@@ -348,6 +349,7 @@ Sandbox& Sandbox::operator=(Sandbox&& other) noexcept {
         pidfd_ = std::move(other.pidfd_);
         terminal_ = std::move(other.terminal_);
         proxy_listener_ = std::move(other.proxy_listener_);
+        dns_socket_ = std::move(other.dns_socket_);
         cgroup_ = std::move(other.cgroup_);
         other.cgroup_.reset();
         reaped_ = std::exchange(other.reaped_, true);
@@ -476,6 +478,7 @@ Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
     plan.new_uts_ns = userns;
     plan.new_net_ns = userns && spec.network != NetworkMode::kHost;
     plan.proxy_port = spec.network == NetworkMode::kAllowlist ? spec.proxy_port : 0;
+    plan.dns_socket = plan.new_net_ns && spec.dns_socket;
     plan.as_pid1 = userns && spec.init;
     plan.exec_fd = spec.exec_fd;
     plan.pass_fds = spec.pass_fds;
@@ -833,6 +836,10 @@ Result<Sandbox> launch(const SandboxSpec& spec, const CgroupSupport& cgroups,
     sandbox.proxy_listener_ = std::move(report.proxy_listener);
     if (spec.network == NetworkMode::kAllowlist && !sandbox.proxy_listener_) {
         return Error{Errc::kInternal, "the sandbox did not hand over the proxy's listening socket"};
+    }
+    sandbox.dns_socket_ = std::move(report.dns_socket);
+    if (plan.dns_socket && !sandbox.dns_socket_) {
+        return Error{Errc::kInternal, "the sandbox did not hand over its resolver's socket"};
     }
     return sandbox;
 }

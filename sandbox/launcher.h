@@ -43,6 +43,9 @@ public:
     // NetworkMode::kAllowlist: the listening socket on the sandbox's 127.0.0.1:proxy_port, for
     // the supervisor's proxy to accept on (non-blocking). Invalid in the other modes.
     UniqueFd& proxy_listener() noexcept { return proxy_listener_; }
+    // spec.dns_socket with a network namespace of its own: the UDP socket on the sandbox's
+    // 127.0.0.1:53, for the supervisor's resolver (network/dns_refuser.h). Invalid otherwise.
+    UniqueFd& dns_socket() noexcept { return dns_socket_; }
 
     // Sends `sig` to the sandbox's init, which forwards it to the command.
     Status signal(int sig) const;
@@ -61,6 +64,7 @@ private:
     UniqueFd pidfd_;
     UniqueFd terminal_;
     UniqueFd proxy_listener_;
+    UniqueFd dns_socket_;
     std::optional<CgroupLeaf> cgroup_;
     bool reaped_ = false;
     // No pid namespace: what the command leaves running is adopted by this process (a child

@@ -129,6 +129,12 @@ struct SandboxSpec {
     Limits limits;
     NetworkMode network = NetworkMode::kNone;
     uint16_t proxy_port = 3128;  // NetworkMode::kAllowlist: where the proxy listens inside
+    // A network namespace of its own (network none or allowlist): a UDP socket bound on the
+    // sandbox's 127.0.0.1:53 before anything untrusted runs, handed over (Sandbox::dns_socket)
+    // to a resolver the caller runs outside; `files` should hold an /etc/resolv.conf naming
+    // that address. Ignored with the host's network. The caller must serve the socket: a
+    // query nobody answers waits out the client's timeouts.
+    bool dns_socket = false;
     Isolation isolation = Isolation::kFull;  // resolved: never kAuto at launch
     Identity identity;
     bool idmap_writable_binds = false;  // present writable binds through idmapped mounts

@@ -288,49 +288,75 @@ std::string load_line(const ProcessLoad& load) {
 }
 
 std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
-    if (refused.empty()) {
+    // Connections and DNS queries each in a clause of their own, in the order first seen.
+    auto clause = [&refused](bool dns) -> std::string {
+        std::vector<const NetworkRefusal*> of_kind;
+        uint64_t total = 0;
+        for (const auto& r : refused) {
+            if (r.dns == dns) {
+                of_kind.push_back(&r);
+                total += r.count;
+            }
+        }
+        if (of_kind.empty()) {
+            return {};
+        }
+        auto target = [dns](const NetworkRefusal& r) {
+            if (r.host.empty()) {
+                return std::string(dns ? "for other names" : "to other targets");
+            }
+            std::string where;
+            if (dns) {
+                where = "for " + r.host;
+            } else if (r.host.find(':') != std::string::npos) {
+                where = fmt::format("to [{}]:{}", r.host, r.port);
+            } else {
+                where = fmt::format("to {}:{}", r.host, r.port);
+            }
+            if (r.reason.empty()) {
+                return where;
+            }
+            return r.hint.empty() ? fmt::format("{} ({})", where, r.reason)
+                                  : fmt::format("{} ({}; {})", where, r.reason, r.hint);
+        };
+        const std::string what = dns ? count_of(total, "DNS query", "DNS queries")
+                                     : count_of(total, "connection", "connections");
+        if (of_kind.size() == 1) {
+            return fmt::format("refused {} {}", what, target(*of_kind.front()));
+        }
+        constexpr size_t kShown = 3;
+        std::vector<std::string> parts;
+        for (size_t i = 0; i < of_kind.size() && i < kShown; ++i) {
+            parts.push_back(fmt::format("{} {}", of_kind[i]->count, target(*of_kind[i])));
+        }
+        if (of_kind.size() > kShown) {
+            uint64_t rest = 0;
+            for (size_t i = kShown; i < of_kind.size(); ++i) {
+                rest += of_kind[i]->count;
+            }
+            parts.push_back(
+                fmt::format("{} {} {}", rest, dns ? "for" : "to",
+                            count_of(of_kind.size() - kShown, "other target", "other targets")));
+        }
+        return fmt::format("refused {}: {}", what, fmt::join(parts, ", "));
+    };
+    std::vector<std::string> clauses;
+    for (bool dns : {false, true}) {
+        if (std::string c = clause(dns); !c.empty()) {
+            clauses.push_back(std::move(c));
+        }
+    }
+    if (clauses.empty()) {
         return {};
     }
-    uint64_t total = 0;
-    for (const auto& r : refused) {
-        total += r.count;
-    }
-    auto target = [](const NetworkRefusal& r) {
-        if (r.host.empty()) {
-            return std::string("other targets");
-        }
-        const bool v6 = r.host.find(':') != std::string::npos;
-        std::string where =
-            v6 ? fmt::format("[{}]:{}", r.host, r.port) : fmt::format("{}:{}", r.host, r.port);
-        if (r.reason.empty()) {
-            return where;
-        }
-        return r.hint.empty() ? fmt::format("{} ({})", where, r.reason)
-                              : fmt::format("{} ({}; {})", where, r.reason, r.hint);
-    };
-    const std::string connections = count_of(total, "connection", "connections");
-    if (refused.size() == 1) {
-        return fmt::format("network: refused {} to {}", connections, target(refused.front()));
-    }
-    constexpr size_t kShown = 3;
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < refused.size() && i < kShown; ++i) {
-        parts.push_back(fmt::format("{} to {}", refused[i].count, target(refused[i])));
-    }
-    if (refused.size() > kShown) {
-        uint64_t rest = 0;
-        for (size_t i = kShown; i < refused.size(); ++i) {
-            rest += refused[i].count;
-        }
-        parts.push_back(fmt::format("{} to {} other targets", rest, refused.size() - kShown));
-    }
-    return fmt::format("network: refused {}: {}", connections, fmt::join(parts, ", "));
+    return fmt::format("network: {}", fmt::join(clauses, "; "));
 }
 
 nlohmann::json network_refusals_json(const std::vector<NetworkRefusal>& refused) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : refused) {
-        out.push_back({{"host", r.host},
+        out.push_back({{"kind", r.dns ? "dns" : "connection"},
+                       {"host", r.host},
                        {"port", r.port},
                        {"count", r.count},
                        {"reason", r.reason},

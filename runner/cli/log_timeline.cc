@@ -617,6 +617,15 @@ std::string Timeline::add(const json& event) {
         }
         return line(event, text, 2);
     }
+    if (type == "NetworkLookup") {
+        std::string text = fmt::format("DNS query refused for {} ({})",
+                                       terminal_text(string_at(event, "host"), 120),
+                                       terminal_text(string_at(event, "query_type"), 12));
+        if (const std::string reason = string_at(event, "reason"); !reason.empty()) {
+            text += ": " + terminal_text(reason, 160);
+        }
+        return line(event, text, 2);
+    }
     if (type == "NetworkAnswered") {
         const std::string decision = string_at(event, "decision");
         return line(event,

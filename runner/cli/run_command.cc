@@ -220,10 +220,19 @@ int run_config(SandboxConfig config, const PolicyFlags& network_flags, std::stri
             return kExitUsage;
         }
         auto started = SandboxNetwork::start(
-            SandboxNetworkConfig{.policy = network_policy.get(),
+            SandboxNetworkConfig{.mode = config.network,
+                                 .policy = network_policy.get(),
                                  .pins = config.network_pins,
                                  .max_connections = config.network_max_connections,
                                  .bytes_per_second = config.network_bytes_per_second});
+        if (!started) {
+            fmt::print(stderr, "stockade {}: {}\n", label, started.error().message);
+            return kExitSetupFailed;
+        }
+        network = std::move(started).value();
+    } else if (config.network == NetworkMode::kNone) {
+        // Only the resolver, which refuses every query and says which name was asked for.
+        auto started = SandboxNetwork::start(SandboxNetworkConfig{.mode = config.network});
         if (!started) {
             fmt::print(stderr, "stockade {}: {}\n", label, started.error().message);
             return kExitSetupFailed;
@@ -285,6 +294,13 @@ int run_config(SandboxConfig config, const PolicyFlags& network_flags, std::stri
                         sandbox::isolation_name(started->spec.isolation));
     if (network) {
         network->serve(std::move(started->box.proxy_listener()));
+        if (started->box.dns_socket()) {
+            if (auto served = network->serve_resolver(std::move(started->box.dns_socket()));
+                !served) {
+                // Closed, the socket refuses each query at once, only without naming the host.
+                SPDLOG_LOGGER_WARN(log, "the sandbox's resolver: {}", served.error().message);
+            }
+        }
     }
     const int status = supervise(started->box, started->spec);
     if (network) {

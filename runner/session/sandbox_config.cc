@@ -164,6 +164,26 @@ bool is_within(const std::string& path, const std::string& dir) {
                            (dir == "/" || path[dir.size()] == '/'));
 }
 
+namespace {
+
+// A network namespace of the sandbox's own: its resolver is the supervisor's refuser on the
+// sandbox's loopback (network/dns_refuser.h), never the host's, which it could not reach.
+void use_refusing_resolver(SandboxSpec& spec) {
+    constexpr const char* kResolvConf = "/etc/resolv.conf";
+    std::erase_if(spec.binds, [](const sandbox::Bind& bind) { return bind.target == kResolvConf; });
+    spec.files.push_back(sandbox::GeneratedFile{
+        .target = kResolvConf,
+        .content = "# Stockade: names are not resolved in this sandbox. Without a network every\n"
+                   "# lookup is refused at once; with the allowlist, connections go through the\n"
+                   "# proxy in $HTTPS_PROXY, which resolves names outside.\n"
+                   "nameserver 127.0.0.1\n"
+                   "options attempts:1\n",
+        .mode = 0644});
+    spec.dns_socket = true;
+}
+
+}  // namespace
+
 Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerContext& caller,
                                       Isolation level) {
     SandboxSpec spec;
@@ -242,6 +262,10 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     }
     // The image goes ahead of those binds, made around their mount points (add_image).
     images::add_image(config.image, spec);
+    if (spec.network != sandbox::NetworkMode::kHost &&
+        (level == Isolation::kFull || level == Isolation::kNamespaces)) {
+        use_refusing_resolver(spec);
+    }
     spec.files.insert(spec.files.end(), config.files.begin(), config.files.end());
     if (level == Isolation::kLandlock) {
         spec.readable_paths = std::move(readable);

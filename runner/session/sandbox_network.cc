@@ -16,25 +16,55 @@ namespace {
 // so that a command trying a million names costs no more than this.
 constexpr size_t kMaxTargets = 32;
 
-// Refusals of one target count together; the first one seen keeps its place.
-void add_refusal(std::vector<tools::NetworkRefusal>& list, const network::ConnectionRecord& r) {
+// Refusals of one target count together; the first one seen keeps its place. True when `r`
+// is a target the list did not have.
+bool add_refusal(std::vector<tools::NetworkRefusal>& list, const tools::NetworkRefusal& r) {
     auto same = std::find_if(list.begin(), list.end(), [&](const tools::NetworkRefusal& x) {
-        return x.host == r.host && x.port == r.port && x.reason == r.reason;
+        return x.host == r.host && x.port == r.port && x.reason == r.reason && x.dns == r.dns;
     });
     if (same != list.end()) {
         ++same->count;
-        return;
+        return false;
     }
     if (list.size() >= kMaxTargets) {
-        if (list.back().host.empty()) {
+        if (list.back().host.empty() && list.back().dns == r.dns) {
             ++list.back().count;
         } else {
-            list.push_back(tools::NetworkRefusal{.count = 1});
+            list.push_back(tools::NetworkRefusal{.count = 1, .dns = r.dns});
         }
-        return;
+        return false;
     }
-    list.push_back(tools::NetworkRefusal{
-        .host = r.host, .port = r.port, .count = 1, .reason = r.reason, .hint = r.hint});
+    list.push_back(r);
+    list.back().count = 1;
+    return true;
+}
+
+tools::NetworkRefusal refusal_of(const network::ConnectionRecord& r) {
+    return tools::NetworkRefusal{
+        .host = r.host, .port = r.port, .count = 1, .reason = r.reason, .hint = r.hint};
+}
+
+// What a refused DNS query's result says: why, and how the user gets a network that reaches
+// the name.
+tools::NetworkRefusal lookup_refusal(sandbox::NetworkMode mode, const std::string& name) {
+    if (mode == sandbox::NetworkMode::kAllowlist) {
+        return tools::NetworkRefusal{
+            .host = name,
+            .count = 1,
+            .reason = "names are resolved by Stockade's proxy, outside the sandbox",
+            .hint =
+                "connect through the proxy in $HTTPS_PROXY, which every command's "
+                "environment names",
+            .dns = true};
+    }
+    return tools::NetworkRefusal{
+        .host = name,
+        .count = 1,
+        .reason = "this sandbox has no network",
+        .hint = fmt::format("to reach it, the user can start the sandbox with --network "
+                            "allowlist --allow 'network.access({})'",
+                            name),
+        .dns = true};
 }
 
 }  // namespace
@@ -53,10 +83,16 @@ Status add_settings_pins(const policy::Policy& policy, std::vector<network::Reso
 }
 
 Result<std::unique_ptr<SandboxNetwork>> SandboxNetwork::start(SandboxNetworkConfig config) {
-    if (config.policy == nullptr) {
+    if (config.mode == sandbox::NetworkMode::kHost) {
+        return Error{Errc::kInternal, "the host's network is not a sandbox's own"};
+    }
+    if (config.mode == sandbox::NetworkMode::kAllowlist && config.policy == nullptr) {
         return Error{Errc::kInternal, "the allowlist network needs a policy"};
     }
     std::unique_ptr<SandboxNetwork> net(new SandboxNetwork(std::move(config)));
+    if (net->config_.mode != sandbox::NetworkMode::kAllowlist) {
+        return net;
+    }
     SandboxNetwork* self = net.get();
     auto proxy = network::Proxy::start(
         network::ProxyOptions{.pins = net->config_.pins,
@@ -76,6 +112,7 @@ Result<std::unique_ptr<SandboxNetwork>> SandboxNetwork::start(SandboxNetworkConf
 }
 
 SandboxNetwork::~SandboxNetwork() {
+    resolver_ = {};  // its handler uses what follows
     // The questions in flight answer to the proxy: they end first. Each ends with its
     // elicitation (answered, timed out, or failed because the client is gone).
     std::vector<std::jthread> asking;
@@ -88,10 +125,23 @@ SandboxNetwork::~SandboxNetwork() {
 }
 
 void SandboxNetwork::serve(UniqueFd listener) {
-    proxy_->serve(std::move(listener));
+    if (proxy_) {
+        proxy_->serve(std::move(listener));
+    }
+}
+
+Status SandboxNetwork::serve_resolver(UniqueFd socket) {
+    resolver_ = {};
+    ASSIGN_OR_RETURN(resolver_, network::DnsRefuser::serve(
+                                    std::move(socket),
+                                    [this](const network::DnsQuestion& q) { refused_lookup(q); }));
+    return {};
 }
 
 std::vector<std::string> SandboxNetwork::command_env(const std::string& tag) const {
+    if (!proxy_) {
+        return {};
+    }
     const std::string url = fmt::format("http://stockade:{}@127.0.0.1:{}", tag, config_.port);
     const std::string no_proxy = "localhost,127.0.0.1,::1";
     return {
@@ -205,8 +255,8 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
             call = it->second;
         }
         if (r.outcome == network::Outcome::kRefused) {
-            add_refusal(refused_[tag], r);
-            add_refusal(all_refused_, r);
+            add_refusal(refused_[tag], refusal_of(r));
+            add_refusal(all_refused_, refusal_of(r));
             log_it = logged_hosts_.size() < kMaxLoggedHosts && logged_hosts_.insert(r.host).second;
         }
     }
@@ -242,6 +292,47 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
         fields["reason"] = r.reason;
     }
     config_.events->record("NetworkConnection", std::move(fields), false);
+}
+
+void SandboxNetwork::refused_lookup(const network::DnsQuestion& question) {
+    const tools::NetworkRefusal refusal = lookup_refusal(config_.mode, question.name);
+    // Recorded once per name for each command (and for the sandbox), not per query: a command
+    // that asks a million times costs a count.
+    std::vector<std::pair<std::string, std::string>> first_for;  // (tag, call) of each command
+    bool first_in_sandbox = false;
+    bool log_it = false;
+    {
+        std::lock_guard lock(mu_);
+        for (const std::string& tag : running_) {
+            if (add_refusal(refused_[tag], refusal)) {
+                auto call = calls_.find(tag);
+                first_for.emplace_back(tag, call == calls_.end() ? "" : call->second);
+            }
+        }
+        first_in_sandbox = add_refusal(all_refused_, refusal);
+        log_it = logged_hosts_.size() < kMaxLoggedHosts &&
+                 logged_hosts_.insert("dns " + question.name).second;
+    }
+    if (log_it) {
+        SPDLOG_LOGGER_INFO(log::get("network"), "refused a DNS query for {}: {}; {}", question.name,
+                           refusal.reason, refusal.hint);
+    }
+    if (config_.events == nullptr) {
+        return;
+    }
+    if (first_for.empty() && first_in_sandbox) {
+        first_for.emplace_back("", "");  // no command was running
+    }
+    for (const auto& [tag, call] : first_for) {
+        config_.events->record("NetworkLookup",
+                               {{"call", call},
+                                {"command_tag", tag},
+                                {"host", question.name},
+                                {"query_type", network::dns_type_name(question.type)},
+                                {"outcome", "refused"},
+                                {"reason", refusal.reason}},
+                               false);
+    }
 }
 
 void SandboxNetwork::ask(const network::ConnectionRecord& pending,

@@ -1,6 +1,9 @@
-// The allowlist network of one sandbox (a session's worker, or a `stockade run`): its proxy
-// (network/proxy.h), the policy's decision for each connection, the events that record them,
-// and what each command was refused — for the one line its bash or process result carries.
+// The network of one sandbox (a session's worker, or a `stockade run`) that has a network
+// namespace of its own: with --network allowlist its proxy (network/proxy.h), the policy's
+// decision for each connection and the events that record them; in both that mode and none,
+// its resolver, which refuses every DNS query (network/dns_refuser.h) and names the host and
+// the way to reach it; and what each command was refused — for the one line its bash or
+// process result carries.
 //
 // Commands find the proxy through their environment (command_env): the usual proxy
 // variables in both cases, NO_PROXY for the sandbox's own loopback, and the settings of the
@@ -22,19 +25,24 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "network/address.h"
+#include "network/dns_refuser.h"
 #include "network/proxy.h"
 #include "policy/policy.h"
 #include "runner/mcp/tool_host.h"
 #include "runner/session/session_grants.h"
+#include "sandbox/spec.h"
 #include "tools/process_manager.h"
 
 namespace stockade::runner {
 
 struct SandboxNetworkConfig {
+    // kAllowlist: the proxy and its rules; kNone: only the resolver (no policy needed).
+    sandbox::NetworkMode mode = sandbox::NetworkMode::kAllowlist;
     const policy::Policy* policy = nullptr;  // decides each connection; outlives the network
     std::vector<network::ResolvePin> pins{};
-    uint16_t port = 3128;         // where the proxy listens inside the sandbox
-    EventSink* events = nullptr;  // "NetworkConnection" events; may be null (stockade run)
+    uint16_t port = 3128;  // where the proxy listens inside the sandbox
+    // "NetworkConnection" and "NetworkLookup" events; may be null (stockade run)
+    EventSink* events = nullptr;
     size_t max_connections = 256;
     uint64_t bytes_per_second = 0;
     // Local mode: a connection the rules leave to the user is put to them through the call
@@ -50,14 +58,17 @@ Status add_settings_pins(const policy::Policy& policy, std::vector<network::Reso
 
 class SandboxNetwork {
 public:
-    // Starts the proxy's thread; a proxy that cannot start fails the session (or the run):
-    // never a silent fall back to no network or to the host's.
+    // Starts the proxy's thread (mode allowlist); a proxy that cannot start fails the session
+    // (or the run): never a silent fall back to no network or to the host's.
     static Result<std::unique_ptr<SandboxNetwork>> start(SandboxNetworkConfig config);
 
-    // Accept on the listener a newly launched sandbox handed over.
+    // Accept on the listener a newly launched sandbox handed over (mode allowlist).
     void serve(UniqueFd listener);
+    // Answer the DNS queries sent to the resolver socket a newly launched sandbox handed over
+    // (sandbox::Sandbox::dns_socket), in place of the one of the sandbox before it.
+    Status serve_resolver(UniqueFd socket);
 
-    // The environment of a command whose connections carry `tag`.
+    // The environment of a command whose connections carry `tag` (none without a proxy).
     [[nodiscard]] std::vector<std::string> command_env(const std::string& tag) const;
     // The tool call that started the command with `tag` (its connections' events name it).
     void command_started(const std::string& tag, const std::string& call_id,
@@ -86,6 +97,9 @@ public:
 private:
     explicit SandboxNetwork(SandboxNetworkConfig config) : config_(std::move(config)) {}
     void record(const network::ConnectionRecord& record);
+    // A DNS query the resolver refused: counted against every command running when it came
+    // (a query carries no tag), or against none.
+    void refused_lookup(const network::DnsQuestion& question);
     // The proxy's Ask: on a thread of its own, through the elicitation of the call that started
     // the connection's command; refused at once when there is none.
     void ask(const network::ConnectionRecord& pending, const network::Verdict& unanswered,
@@ -109,6 +123,8 @@ private:
     // The questions in flight (joined, before the proxy they answer to goes); guarded by mu_.
     std::vector<std::jthread> asking_;
     size_t waiting_ = 0;  // questions not yet answered; guarded by mu_
+    // Last: it goes first, and its handler uses what is above.
+    network::DnsRefuser::Registration resolver_;
 };
 
 }  // namespace stockade::runner

@@ -206,9 +206,15 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         return again;
     };
     std::function<void(UniqueFd)> on_proxy_listener;
-    if (worker.network == sandbox::NetworkMode::kAllowlist) {
+    std::function<void(UniqueFd)> on_dns_socket;
+    if (worker.network == sandbox::NetworkMode::kNone) {
+        ASSIGN_OR_RETURN(session->network_,
+                         SandboxNetwork::start(SandboxNetworkConfig{
+                             .mode = worker.network, .events = session->log_.get()}));
+    } else if (worker.network == sandbox::NetworkMode::kAllowlist) {
         RETURN_IF_ERROR(add_settings_pins(*session->policy_, worker.network_pins));
         ASSIGN_OR_RETURN(session->network_, SandboxNetwork::start(SandboxNetworkConfig{
+                                                .mode = worker.network,
                                                 .policy = session->policy_.get(),
                                                 .pins = worker.network_pins,
                                                 .events = session->log_.get(),
@@ -219,12 +225,22 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
             network->serve(std::move(listener));
         };
     }
+    if (session->network_) {
+        on_dns_socket = [network = session->network_.get()](UniqueFd socket) {
+            if (auto served = network->serve_resolver(std::move(socket)); !served) {
+                // Closed, the socket refuses each query at once, only without naming the host.
+                SPDLOG_LOGGER_WARN(log::get("network"), "the sandbox's resolver: {}",
+                                   served.error().message);
+            }
+        };
+    }
     session->worker_ =
         std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_.path(),
                                                      .spill = session->paths_.tool_output_dir,
                                                      .sandbox = worker,
                                                      .rederive = rederive,
                                                      .on_proxy_listener = on_proxy_listener,
+                                                     .on_dns_socket = on_dns_socket,
                                                      .meters = session->meters_.get()},
                                         session->log_.get());
     int next_process = 1;

@@ -93,6 +93,9 @@ Status SessionWorker::start_locked() {
     if (config_.on_proxy_listener && sandbox_->proxy_listener()) {
         config_.on_proxy_listener(std::move(sandbox_->proxy_listener()));
     }
+    if (config_.on_dns_socket && sandbox_->dns_socket()) {
+        config_.on_dns_socket(std::move(sandbox_->dns_socket()));
+    }
     if (generation_ > 0 && config_.meters != nullptr) {
         config_.meters->worker_restarts.fetch_add(1, std::memory_order_relaxed);
     }

@@ -40,6 +40,9 @@ struct WorkerConfig {
     std::function<SandboxConfig()> rederive{};
     // Network mode allowlist: gets each new worker's proxy listener (SandboxNetwork::serve).
     std::function<void(UniqueFd)> on_proxy_listener{};
+    // Network modes none and allowlist: gets each new worker's resolver socket
+    // (SandboxNetwork::serve_resolver).
+    std::function<void(UniqueFd)> on_dns_socket{};
     SessionMeters* meters = nullptr;  // counts restarts (may be null; outlives the worker)
 };
 

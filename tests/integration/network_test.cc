@@ -207,5 +207,64 @@ TEST_F(NetworkTest, AllowlistWithoutANetworkNamespaceIsRefusedNotRunOnTheHostNet
         << result.describe();
 }
 
+// Without a network (the default), a lookup fails at once — the sandbox's resolver is the
+// supervisor's, which refuses every query — and the result names the host and the flags that
+// would reach it. glibc (getent, Python) and c-ares (Node's dns.resolve) both get the answer.
+TEST_F(NetworkTest, WithoutANetworkALookupIsRefusedAtOnceAndTheResultSaysHowToGetOne) {
+    ServeProcess serve(workspace_.path(), state_.path(), {"--mode", "ci", "--no-user-settings"});
+    ASSERT_TRUE(serve.initialize().contains("result"));
+    const std::string getent = bash(serve, "getent hosts registry.npmjs.org; echo getent=$?");
+    EXPECT_THAT(getent, HasSubstr("getent=2")) << "not found, after the refusal";
+    // getent asks for the name's IPv6 and IPv4 addresses: two queries.
+    EXPECT_THAT(getent,
+                HasSubstr("\nnetwork: refused 2 DNS queries for registry.npmjs.org (this sandbox "
+                          "has no network; to reach it, the user can start the sandbox with "
+                          "--network allowlist --allow 'network.access(registry.npmjs.org)')"))
+        << getent;
+
+    const std::string clients =
+        bash(serve,
+             "python3 -c 'import socket\ntry:\n    socket.getaddrinfo(\"pypi.org\", 443)\nexcept "
+             "OSError as e:\n    print(\"python:\", e)'; node -e "
+             "'require(\"dns\").resolve4(\"github.com\", "
+             "(e) => console.log(\"node:\", e && e.code))'");
+    EXPECT_THAT(clients, HasSubstr("python: [Errno -3] Temporary failure in name resolution"));
+    EXPECT_THAT(clients, HasSubstr("node: EREFUSED"));
+    EXPECT_THAT(clients, AllOf(HasSubstr(" for pypi.org ("), HasSubstr(" for github.com (")))
+        << clients;
+
+    // The session's log has each name once per command, for `stockade log`.
+    const std::vector<nlohmann::json> lookups = session_events(state_.path(), "NetworkLookup");
+    std::vector<std::string> hosts;
+    for (const auto& event : lookups) {
+        hosts.push_back(event.value("host", ""));
+    }
+    EXPECT_THAT(hosts,
+                ::testing::UnorderedElementsAre("registry.npmjs.org", "pypi.org", "github.com"));
+}
+
+TEST_F(NetworkTest, RunNamesTheLookupsItRefusedOnStderr) {
+    RunConfig config;
+    config.cwd = workspace_.path();
+    const RunResult result = run_stockade({"run", "--workspace", workspace_.path(), "--", "sh",
+                                           "-c", "getent hosts files.pythonhosted.org; exit 0"},
+                                          config);
+    EXPECT_EQ(result.exit_code, 0) << result.describe();
+    EXPECT_THAT(result.err, HasSubstr("stockade run: network: refused 2 DNS queries for "
+                                      "files.pythonhosted.org (this sandbox has no network;"))
+        << result.describe();
+}
+
+TEST_F(NetworkTest, WithTheAllowlistALookupIsPointedAtTheProxy) {
+    ServeProcess serve(workspace_.path(), state_.path(), serve_flags());
+    ASSERT_TRUE(serve.initialize().contains("result"));
+    const std::string out = bash(serve, "getent hosts example.test; echo getent=$?");
+    EXPECT_THAT(out, AllOf(HasSubstr("getent=2"),
+                           HasSubstr("network: refused 2 DNS queries for example.test (names are "
+                                     "resolved by Stockade's proxy, outside the sandbox; connect "
+                                     "through the proxy in $HTTPS_PROXY")))
+        << out;
+}
+
 }  // namespace
 }  // namespace stockade::testing

@@ -132,5 +132,41 @@ TEST_F(NetworkEscapeTest, NothingLeavesExceptThroughTheProxy) {
                                "allowlist; the user can add network.access(192.0.2.1))"));
 }
 
+// The sandbox's resolver (127.0.0.1:53) is a socket the supervisor holds: a command can neither
+// take its place nor get an answer out of it — not even for a name the rules allow — and a
+// flood of queries for distinct names is answered and counted in bounded space.
+TEST_F(NetworkEscapeTest, TheResolverAnswersNothingAndCannotBeReplaced) {
+    const std::string out = bash(
+        "python3 -c '\n"
+        "import socket, struct\n"
+        "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "try:\n"
+        "    s.bind((\"127.0.0.1\", 53)); print(\"bound\")\n"
+        "except OSError as e:\n"
+        "    print(\"bind\", e.strerror)\n"
+        "def q(i, name):\n"
+        "    body = b\"\".join(bytes([len(p)]) + p.encode() for p in name.split(\".\"))\n"
+        "    return struct.pack(\">HHHHHH\", i, 0x0100, 1, 0, 0, 0) + body + b\"\\0\\0\\1\\0\\1\"\n"
+        "c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+        "c.settimeout(5)\n"
+        "c.sendto(q(7, \"example.test\"), (\"127.0.0.1\", 53))\n"
+        "r = c.recv(512)\n"
+        "print(\"rcode\", r[3] & 15, \"answers\", struct.unpack(\">H\", r[6:8])[0])\n"
+        "answered = 0\n"
+        "for i in range(2000):\n"
+        "    c.sendto(q(i, \"n%d.flood.test\" % i), (\"127.0.0.1\", 53))\n"
+        "    answered += c.recv(512)[3] & 15 == 5\n"
+        "print(\"answered\", answered)\n"
+        "'");
+    EXPECT_THAT(out, AllOf(Not(HasSubstr("bound")), HasSubstr("bind "),
+                           HasSubstr("rcode 5 answers 0"), HasSubstr("answered 2000")))
+        << out;
+    // What the result says of 2,001 names is a few of them and a count.
+    EXPECT_THAT(out, AllOf(HasSubstr("network: refused "), HasSubstr(" DNS queries: "),
+                           HasSubstr(" other targets")))
+        << out;
+    EXPECT_LT(out.size(), 4096U) << out;
+}
+
 }  // namespace
 }  // namespace stockade::testing

@@ -108,6 +108,13 @@ TEST(TimelineTest, ShowsEachCallWithItsDecisionOutcomeAndWhatItChanged) {
               43),
         event("NetworkConnection",
               {{"call", "3-3"}, {"host", "pypi.org"}, {"port", 443}, {"outcome", "allowed"}}, 44),
+        event("NetworkLookup",
+              {{"call", "3-3"},
+               {"host", "files.pythonhosted.org"},
+               {"query_type", "AAAA"},
+               {"outcome", "refused"},
+               {"reason", "this sandbox has no network"}},
+              44),
         event("ProcessExited",
               {{"id", "p1"},
                {"exit_code", 2},
@@ -141,6 +148,8 @@ TEST(TimelineTest, ShowsEachCallWithItsDecisionOutcomeAndWhatItChanged) {
               "16:58:00.032  #2 write: refused in 2 ms · write refused by policy\n"
               "16:58:00.041  #3 bash make test … -> allow\n"
               "16:58:00.043    network refused registry.npmjs.org:443: not in the allowlist\n"
+              "16:58:00.044    DNS query refused for files.pythonhosted.org (AAAA): this sandbox "
+              "has no network\n"
               "16:58:00.046  #3 bash: exit 2 in 1.5 s · Run make test · exit 2 · 1.5s\n"
               "16:58:00.051  session ended\n");
     EXPECT_EQ(timeline.calls(), 3U);

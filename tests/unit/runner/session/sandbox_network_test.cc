@@ -16,7 +16,9 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 
+#include "tests/testing/golden.h"
 #include "tests/testing/recording_sink.h"
+#include "tools/process_output.h"
 
 namespace stockade::runner {
 namespace {
@@ -172,6 +174,118 @@ TEST(SandboxNetworkTest, RefusalsCountAgainstTheCommandThatMadeThem) {
     EXPECT_EQ(recorded[2]["call"], "");
     EXPECT_EQ(recorded[3]["call"], "call-1");
     EXPECT_EQ(recorded[3]["attributed"], "the only command running");
+}
+
+// A query for `host` (type A, or AAAA) sent to the resolver at `port`; true once answered.
+bool lookup(uint16_t port, const std::string& host, bool aaaa = false) {
+    std::string query("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12);
+    size_t start = 0;
+    while (start < host.size()) {
+        const size_t dot = std::min(host.find('.', start), host.size());
+        query += static_cast<char>(dot - start);
+        query += host.substr(start, dot - start);
+        start = dot + 1;
+    }
+    query += std::string("\0\0", 2) + (aaaa ? '\x1c' : '\x01') + std::string("\0\1", 2);
+    UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval timeout{5, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::send(fd.get(), query.data(), query.size(), 0) < 0) {
+        return false;
+    }
+    char reply[512];
+    return ::recv(fd.get(), reply, sizeof reply, 0) > 3 && (reply[3] & 0x0f) == 5;
+}
+
+// The resolver socket a sandbox's child would hand over, on 127.0.0.1 and a free port.
+UniqueFd resolver_socket(uint16_t& port) {
+    UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port = ntohs(addr.sin_port);
+    return fd;
+}
+
+// The resolver reports after it answers: wait for what it counts.
+std::vector<tools::NetworkRefusal> refusals_after(const SandboxNetwork& net, const std::string& tag,
+                                                  uint32_t count) {
+    for (int i = 0; i < 500; ++i) {
+        auto got = tag.empty() ? net.all_refusals() : net.refusals(tag);
+        uint32_t seen = 0;
+        for (const auto& r : got) {
+            seen += r.count;
+        }
+        if (seen >= count) {
+            return got;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return tag.empty() ? net.all_refusals() : net.refusals(tag);
+}
+
+TEST(SandboxNetworkTest, WithoutANetworkEveryLookupIsRefusedAndTheResultSaysHowToGetOne) {
+    testing::RecordingSink events;
+    auto net = SandboxNetwork::start(
+        SandboxNetworkConfig{.mode = sandbox::NetworkMode::kNone, .events = &events});
+    ASSERT_TRUE(net.has_value()) << net.error().message;
+    EXPECT_TRUE((*net)->command_env("c1").empty()) << "no proxy to point at";
+    uint16_t port = 0;
+    ASSERT_TRUE((*net)->serve_resolver(resolver_socket(port)));
+    (*net)->command_started("c1", "call-1", "npm install");
+
+    // getaddrinfo asks for A and AAAA; both are refused at once.
+    EXPECT_TRUE(lookup(port, "registry.npmjs.org"));
+    EXPECT_TRUE(lookup(port, "registry.npmjs.org", true));
+    const std::vector<tools::NetworkRefusal> c1 = refusals_after(**net, "c1", 2);
+    ASSERT_EQ(c1.size(), 1U);
+    EXPECT_TRUE(c1[0].dns);
+    EXPECT_EQ(c1[0].count, 2U);
+    testing::expect_golden("tools", "network_dns_refused_no_network.txt",
+                           tools::network_refusals_line(c1));
+
+    // A second command running at the same time: a query carries no tag, so it counts against
+    // both (the line says it was refused while each ran).
+    (*net)->command_started("c2", "call-2", "pip install x");
+    EXPECT_TRUE(lookup(port, "pypi.org"));
+    EXPECT_EQ(refusals_after(**net, "c2", 1).size(), 1U);
+    EXPECT_EQ(refusals_after(**net, "c1", 3).size(), 2U);
+    EXPECT_EQ(refusals_after(**net, "", 3).size(), 2U);
+
+    std::vector<nlohmann::json> recorded;
+    for (const auto& event : events.events()) {
+        if (event.type == "NetworkLookup") {
+            recorded.push_back(event.fields);
+        }
+    }
+    ASSERT_EQ(recorded.size(), 3U) << "once per name and command, not per query";
+    EXPECT_EQ(recorded[0]["call"], "call-1");
+    EXPECT_EQ(recorded[0]["host"], "registry.npmjs.org");
+    EXPECT_EQ(recorded[0]["query_type"], "A");
+    EXPECT_EQ(recorded[0]["outcome"], "refused");
+}
+
+TEST(SandboxNetworkTest, WithTheAllowlistALookupIsPointedAtTheProxy) {
+    const policy::Policy rules = load_rules("{}");
+    auto net = SandboxNetwork::start(SandboxNetworkConfig{.policy = &rules});
+    ASSERT_TRUE(net.has_value());
+    uint16_t port = 0;
+    ASSERT_TRUE((*net)->serve_resolver(resolver_socket(port)));
+    EXPECT_TRUE(lookup(port, "github.com"));
+    const std::vector<tools::NetworkRefusal> all = refusals_after(**net, "", 1);
+    ASSERT_EQ(all.size(), 1U);
+    EXPECT_EQ(tools::network_refusals_line(all),
+              "network: refused 1 DNS query for github.com (names are resolved by Stockade's "
+              "proxy, outside the sandbox; connect through the proxy in $HTTPS_PROXY, which every "
+              "command's environment names)");
 }
 
 }  // namespace
