@@ -18,13 +18,13 @@ namespace {
 // Every enumerator from the first to kExec, the last, with its name in errors.
 std::vector<std::pair<std::string, std::string>> enum_steps() {
     static const char* const kIdentifiers[] = {
-        "kDeathSignal", "kWaitForGo",    "kDumpable",      "kUserNamespaceLimits",
-        "kDropGroups",  "kMountPrivate", "kCaptureSource", "kSetGid",
-        "kSetUid",      "kMountRoot",    "kMountOp",       "kPivotRoot",
-        "kHostname",    "kLoopback",     "kProxyListener", "kCgroupNamespace",
-        "kDropCaps",    "kNoNewPrivs",   "kLandlock",      "kCloseFds",
-        "kRlimit",      "kPty",          "kSendPty",       "kSeccomp",
-        "kFork",        "kChdir",        "kExec",
+        "kDeathSignal",     "kWaitForGo",    "kDumpable",      "kUserNamespaceLimits",
+        "kDropGroups",      "kMountPrivate", "kCaptureSource", "kSetGid",
+        "kSetUid",          "kMountRoot",    "kMountOp",       "kPivotRoot",
+        "kHostname",        "kLoopback",     "kProxyListener", "kDnsSocket",
+        "kCgroupNamespace", "kDropCaps",     "kNoNewPrivs",    "kLandlock",
+        "kCloseFds",        "kRlimit",       "kPty",           "kSendPty",
+        "kSeccomp",         "kFork",         "kChdir",         "kExec",
     };
     std::vector<std::pair<std::string, std::string>> out;
     for (uint32_t i = 0; i <= static_cast<uint32_t>(ChildStep::kExec); ++i) {

@@ -249,7 +249,7 @@ TEST(SandboxNetworkTest, WithoutANetworkEveryLookupIsRefusedAndTheResultSaysHowT
     ASSERT_EQ(c1.size(), 1U);
     EXPECT_TRUE(c1[0].dns);
     EXPECT_EQ(c1[0].count, 2U);
-    testing::expect_golden("tools", "network_dns_refused_no_network.txt",
+    testing::expect_golden("network", "dns_refused_no_network.txt",
                            tools::network_refusals_line(c1));
 
     // A second command running at the same time: a query carries no tag, so it counts against
