@@ -1,5 +1,6 @@
-// Runs one real agent CLI against `stockade serve` and the scripted model, and checks what the
-// model received.   node tests/agents/run.mjs <client>     (see run_agent.sh for the netns)
+// Runs one real agent CLI against `stockade serve`, the scripted model and the fake package
+// registries, and checks what the model received.
+//   node tests/agents/run.mjs <client>     (see run_agent.sh for the netns)
 //
 // Environment: STOCKADE_BIN (the stockade binary, required), AGENT_TIMEOUT_S (default 240),
 // AGENT_KEEP=1 keeps the temporary directory for a look afterwards.
@@ -11,7 +12,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { startModelServer } from './lib/model_server.mjs';
-import { checkWorkspace, PROMPT, scenario, writeFixture } from './lib/scenario.mjs';
+import { checkWorkspace, PROMPT, REGISTRY_CA, scenario, writeFixture } from './lib/scenario.mjs';
+import { pinSettings, startUpstreams } from './lib/upstreams.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const clientName = process.argv[2];
@@ -28,6 +30,15 @@ const binDir = path.join(base, 'bin');
 for (const d of [workspace, home, binDir]) fs.mkdirSync(d, { recursive: true });
 fs.symlinkSync(path.resolve(process.env.STOCKADE_BIN), path.join(binDir, 'stockade'));
 writeFixture(workspace);
+
+// The registries for the install step, on 127.0.0.1, and the user's Stockade settings that pin
+// their names there: the recipes' `--allow-preset registries` then reaches them, not the internet
+// (which this network namespace has no route to anyway).
+const upstreams = await startUpstreams(path.join(base, 'upstreams'));
+fs.copyFileSync(upstreams.ca, path.join(workspace, REGISTRY_CA));
+fs.mkdirSync(path.join(home, '.config', 'stockade'), { recursive: true });
+fs.writeFileSync(path.join(home, '.config', 'stockade', 'settings.json'),
+    JSON.stringify(pinSettings(upstreams), null, 2) + '\n');
 
 const steps = scenario(workspace);
 const model = await startModelServer({
@@ -63,6 +74,7 @@ const [code, signal] = await new Promise((resolve) => child.on('exit', (c, s) =>
 clearTimeout(timer);
 try { process.kill(-child.pid, 'SIGKILL'); } catch { /* the group is gone */ }
 await model.close();
+await upstreams.close();
 const seconds = ((Date.now() - started) / 1000).toFixed(1);
 
 // ---- report and checks ----------------------------------------------------------------------
@@ -86,11 +98,20 @@ steps.forEach((s, i) => {
     for (const x of p) failures.push(`step ${i + 1} (${s.name}): ${x}`);
 });
 failures.push(...checkWorkspace(workspace));
+// The packages came from the pinned registries, over TLS, under their own names.
+const requests = upstreams.requests();
+for (const [host, file] of [['registry.npmjs.org', '/tinypkg/-/tinypkg-1.0.0.tgz'],
+    ['files.pythonhosted.org', '/packages/tinypkg-1.0.0-py3-none-any.whl']]) {
+    if (!requests.includes(`https host=${host} 'GET ${file} HTTP/1.1' 200`)) {
+        failures.push(`https://${host}${file} was never served`);
+    }
+}
 
 if (failures.length) {
     console.log(`\n${clientName}: ${failures.length} problem(s):\n- ${failures.join('\n- ')}`);
     const tail = (f) => fs.readFileSync(path.join(base, f), 'utf8').split('\n').slice(-40).join('\n');
     console.log(`\n--- CLI stdout (tail)\n${tail('cli.stdout')}\n--- CLI stderr (tail)\n${tail('cli.stderr')}`);
+    console.log(`--- registry requests (tail)\n${tail('upstreams/requests.log')}`);
     console.log(`\n(kept ${base})`);
     process.exit(1);
 }

@@ -1,8 +1,9 @@
 // Claude Code (npm @anthropic-ai/claude-code, a native binary) run headless against Stockade.
 //
 // The recipe is the README's, run as it is: recipes/claude/setup.sh (`claude mcp add stockade --
-// stockade serve --workspace "$PWD"`, which writes the server into the local scope: ~/.claude.json,
-// projects[<cwd>].mcpServers; no approval step) runs with the test's HOME in the project, and
+// stockade serve --workspace "$PWD" --network allowlist --allow-preset registries`, which writes
+// the server into the local scope: ~/.claude.json, projects[<cwd>].mcpServers; no approval step)
+// runs with the test's HOME in the project, and
 // recipes/claude/headless.sh (`claude -p "$1" --tools "" --allowedTools mcp__stockade`) is the
 // command the runner starts there, with the task as its argument.
 //   --tools ""                   offers the model no built-in tool at all (Bash, Read, Write, Edit,

@@ -11,6 +11,9 @@ export const SECRET = 'stockade-agent-test-secret-7f3a';
 // What the CLI is asked; the scripted model then calls the steps below whatever it says.
 export const PROMPT = 'Make the greeting in src/app.py end with an exclamation mark, then note it in notes/summary.md.';
 export const HTTP_PORT = 8765;
+// The registries' test CA (lib/upstreams.mjs), which run.mjs puts in the project: the sandbox
+// sees the workspace, not the suite's temporary directory.
+export const REGISTRY_CA = 'registry-ca.pem';
 
 // The project the agent works on, written before the CLI starts.
 export const fixture = {
@@ -33,6 +36,8 @@ export const fixture = {
     ].join('\n'),
     'src/util.py': 'def add(a, b):\n    return a + b\n',
     'README.md': '# demo\n\nA tiny project for the agent suite.\n',
+    // What `npm install` adds the dependency to (without one npm looks for a project upward).
+    'package.json': JSON.stringify({ name: 'demo', version: '1.0.0', private: true }, null, 2) + '\n',
     'secrets/token.txt': `${SECRET}\n`,
     // The project's own policy layer: the denied read of the scenario.
     '.stockade/settings.json': JSON.stringify({ permissions: { deny: ['Read(./secrets/**)'] } }, null, 2) + '\n',
@@ -121,6 +126,28 @@ export function scenario(workspace) {
             expect: (t) => problems(t, { has: ['def add(a, b):', 'exit code 0'] }),
         },
         {
+            // The recipes' `--network allowlist --allow-preset registries` at work: npm install
+            // and pip install from registry.npmjs.org and pypi.org (the user's settings pin them
+            // to lib/upstreams.mjs), then the installed packages run. The command names the test
+            // CA itself, as the recipe cannot.
+            name: 'bash install from npm and PyPI',
+            tool: 'bash',
+            arguments: {
+                command: [
+                    `npm_config_cafile=${ws(REGISTRY_CA)} npm install --no-audit --no-fund --loglevel=error tinypkg`,
+                    `node -p '"npm: tinypkg says " + require("tinypkg")'`,
+                    `PIP_CERT=${ws(REGISTRY_CA)} python3 -m pip install --disable-pip-version-check --no-input ` +
+                        '--target pydeps --index-url https://pypi.org/simple tinypkg',
+                    `PYTHONPATH=pydeps python3 -c 'import tinypkg; print("PyPI: tinypkg says", tinypkg.VALUE)'`,
+                ].join(' && '),
+            },
+            expect: (t) => problems(t, {
+                has: ['npm: tinypkg says 42', 'Successfully installed tinypkg-1.0.0', 'PyPI: tinypkg says 42',
+                    'exit code 0'],
+                lacks: ['network: refused'],
+            }),
+        },
+        {
             name: 'read (denied)',
             tool: 'read',
             arguments: { file_path: ws('secrets/token.txt') },
@@ -163,6 +190,12 @@ export function checkWorkspace(workspace) {
     const summary = path.join(workspace, 'notes/summary.md');
     if (!fs.existsSync(summary) || !fs.readFileSync(summary, 'utf8').startsWith('# Summary')) {
         out.push('notes/summary.md was not written');
+    }
+    // The installs landed in the project, as a dependency of it.
+    const pkg = JSON.parse(fs.readFileSync(path.join(workspace, 'package.json'), 'utf8'));
+    if (!pkg.dependencies?.tinypkg) out.push(`package.json does not list tinypkg: ${JSON.stringify(pkg)}`);
+    for (const f of ['node_modules/tinypkg/index.js', 'pydeps/tinypkg/__init__.py']) {
+        if (!fs.existsSync(path.join(workspace, f))) out.push(`${f} was not installed`);
     }
     return out;
 }
