@@ -749,6 +749,27 @@ constexpr int kSyncFd = 1000;
 constexpr int kExecFd = 1001;
 
 void arrange_fds(ChildPlan& plan) noexcept {
+    // First every descriptor that is to be kept moves above the parking places: a supervisor
+    // with a thousand descriptors open may hand over one numbered kSyncFd or kExecFd, which
+    // parking the report socket there would otherwise overwrite (and the command would get
+    // the report socket in its place, holding the launch open forever).
+    auto lift = [&](int& fd) {
+        if (fd < 0) {
+            return;
+        }
+        const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, kExecFd + 1);
+        if (high < 0) {
+            fail(plan, ChildStep::kCloseFds, errno);
+        }
+        fd = high;
+    };
+    lift(plan.exec_fd);
+    for (int& source : plan.stdio) {
+        lift(source);
+    }
+    for (int& fd : plan.pass_fds) {
+        lift(fd);
+    }
     auto park = [&](int fd, int target) {
         if (fd != target && ::dup3(fd, target, O_CLOEXEC) < 0) {
             fail(plan, ChildStep::kCloseFds, errno);
@@ -760,19 +781,12 @@ void arrange_fds(ChildPlan& plan) noexcept {
         plan.exec_fd = park(plan.exec_fd, kExecFd);
     }
     for (int fd = 0; fd < 3; ++fd) {
-        int source = plan.stdio[static_cast<size_t>(fd)];
-        if (source >= 0 && source != fd && ::dup2(source, fd) < 0) {
+        const int source = plan.stdio[static_cast<size_t>(fd)];
+        if (source >= 0 && ::dup2(source, fd) < 0) {  // clears close-on-exec
             fail(plan, ChildStep::kCloseFds, errno);
         }
     }
-    // Two passes, so that a passed descriptor is never overwritten before it is moved.
-    for (size_t i = 0; i < plan.pass_fds.size(); ++i) {
-        int high = ::fcntl(plan.pass_fds[i], F_DUPFD_CLOEXEC, kExecFd + 1);
-        if (high < 0) {
-            fail(plan, ChildStep::kCloseFds, errno);
-        }
-        plan.pass_fds[i] = high;
-    }
+    // Each passed descriptor is above kExecFd by now: none is overwritten before it is moved.
     for (size_t i = 0; i < plan.pass_fds.size(); ++i) {
         if (::dup2(plan.pass_fds[i], 3 + static_cast<int>(i)) < 0) {  // clears close-on-exec
             fail(plan, ChildStep::kCloseFds, errno);
