@@ -199,7 +199,8 @@ const workerRss = workers.reduce((sum, p) => sum + rssKiB(p), 0);
 
 // ---- 2. the loop over HTTP, 3. the same over stdio -----------------------------------------------
 
-const workspaceOfHttp = (s) => s.tenant.entry.workspace_root;
+// A tenant's session sees its workspace at /workspace (docs/http.md, "Neutral paths").
+const workspaceOfHttp = () => '/workspace';
 const http = newStats();
 await loop(sessions, Date.now() + DURATION, workspaceOfHttp, http);
 const rssLoaded = rssKiB(server.pid);

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "runner/host/tenant_roots.h"
+#include "runner/session/isolation.h"
 #include "runner/session/state_dir.h"
 
 namespace stockade::runner {
@@ -160,6 +161,18 @@ Result<SessionConfig> TenantBackend::session_config(const ServedTenant& served,
     config.disk_pool = served.disk;
     config.meters = served.meters;
     config.prune_outputs = false;  // the pool reclaims ended sessions' output
+    // Hosted (a tenants file, or --mode hosted): the tenant's model sees its workspace at
+    // /workspace and spilled output under /stockade, never the server's layout — where the
+    // sandbox has a mount namespace to show them there (at level landlock it runs on the
+    // host's tree). A single user's `serve --http --workspace DIR` keeps DIR, as stdio does.
+    const bool hosted = config_.from_file || config.policy.mode == policy::Mode::kHosted;
+    if (auto level = resolve_isolation(sandbox.isolation);
+        hosted && level &&
+        (level->level == sandbox::Isolation::kFull ||
+         level->level == sandbox::Isolation::kNamespaces)) {
+        sandbox.workspace_view = kTenantWorkspaceView;
+        sandbox.spill_view = kTenantSpillView;
+    }
     return config;
 }
 

@@ -29,6 +29,11 @@
 
 namespace stockade::runner {
 
+// Where a tenant's session shows its workspace and its spilled output (SandboxConfig::
+// workspace_view, spill_view): the same for every tenant and every server.
+inline constexpr const char* kTenantWorkspaceView = "/workspace";
+inline constexpr const char* kTenantSpillView = "/stockade/tool-output";
+
 struct ServedTenant : mcp::HttpTenant {
     Tenant config;
     HostDir root;   // its workspace root, opened at start

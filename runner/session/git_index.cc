@@ -146,7 +146,8 @@ std::vector<TrackedDenial> tracked_denials(const policy::Policy& policy,
 }
 
 std::vector<TrackedDenial> git_tracked_denied(const policy::Policy& policy,
-                                              const HostDir& workspace) {
+                                              const HostDir& workspace,
+                                              const std::string& policy_root) {
     if (!policy.has_file_rules()) {
         return {};
     }
@@ -165,7 +166,7 @@ std::vector<TrackedDenial> git_tracked_denied(const policy::Policy& policy,
     if (!paths) {
         return {};
     }
-    return tracked_denials(policy, workspace.path(), *paths);
+    return tracked_denials(policy, policy_root.empty() ? workspace.path() : policy_root, *paths);
 }
 
 std::string tracked_denial_warning(const TrackedDenial& d) {

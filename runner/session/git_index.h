@@ -41,9 +41,11 @@ std::vector<TrackedDenial> tracked_denials(const policy::Policy& policy,
 
 // tracked_denials of the repository at `workspace` (its .git/index, read beneath the
 // workspace's descriptor). Empty when there is no index (or it is not a regular file), no such
-// file or no such rule.
+// file or no such rule. `policy_root`: where the policy sees the workspace (the sandbox's
+// view of it); "" for its own path.
 std::vector<TrackedDenial> git_tracked_denied(const policy::Policy& policy,
-                                              const HostDir& workspace);
+                                              const HostDir& workspace,
+                                              const std::string& policy_root = "");
 
 // For the operator (the session's start, policy check and explain, doctor): which rule, where
 // it is written, how many files, the first few, and the two ways to make it hold.

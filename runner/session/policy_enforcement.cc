@@ -374,9 +374,9 @@ private:
 }  // namespace
 
 Enforcement enforcement_for(const policy::Policy& policy, const HostDir& workspace,
-                            size_t max_entries) {
-    return Walker(policy, policy::normalise_path(workspace.path(), "/"), workspace, max_entries)
-        .run();
+                            size_t max_entries, const std::string& policy_root) {
+    const std::string& root = policy_root.empty() ? workspace.path() : policy_root;
+    return Walker(policy, policy::normalise_path(root, "/"), workspace, max_entries).run();
 }
 
 void apply_enforcement(const Enforcement& enforcement, SandboxConfig& config) {
@@ -427,21 +427,23 @@ Result<std::vector<std::string>> apply_sandbox_settings(const policy::SandboxSet
     auto protect = [&](const std::vector<policy::SandboxEntry>& entries, std::string_view what,
                        std::vector<std::string>& into) -> Status {
         for (const policy::SandboxEntry& e : entries) {
+            // The policy names paths as the sandbox shows them; the checks are on the host.
+            const std::string value = config.outside(e.value);
             const bool seen = std::any_of(visible.begin(), visible.end(),
-                                          [&](const auto& v) { return within(e.value, v); });
+                                          [&](const auto& v) { return within(value, v); });
             if (!seen) {
                 notes.push_back(fmt::format(
                     "{}: \"{}\" is not mounted in the sandbox, which cannot see it anyway",
                     e.origin, e.value));
                 continue;
             }
-            if (!protected_path_exists(std::filesystem::path(e.value).lexically_normal().string(),
+            if (!protected_path_exists(std::filesystem::path(value).lexically_normal().string(),
                                        config.workspace)) {
                 continue;
             }
             ASSIGN_OR_RETURN(
                 std::string checked,
-                check_protected_path(fmt::format("{}: {}", e.origin, what), e.value,
+                check_protected_path(fmt::format("{}: {}", e.origin, what), value,
                                      config.workspace.path(), mounted, config.workspace));
             into.push_back(std::move(checked));
         }

@@ -39,9 +39,12 @@ struct Enforcement {
 // directories are not walked. A matching symlink protects its target when that lies in the
 // workspace (else a note). Other names (hard links) of a protected file found in the walk are
 // protected too. Stops after `max_entries` entries with a note: what lies beyond is not
-// protected.
+// protected. `policy_root` is where the policy sees the workspace (its workspace_root: the
+// sandbox's view of it); "" for the workspace's own path. The paths returned are host paths.
+inline constexpr size_t kMaxEnforcementEntries = 200000;
 Enforcement enforcement_for(const policy::Policy& policy, const HostDir& workspace,
-                            size_t max_entries = 200000);
+                            size_t max_entries = kMaxEnforcementEntries,
+                            const std::string& policy_root = "");
 
 // Adds the lists to `config` (masked_paths, read_only_paths), best effort when they hold
 // only the defaults. The paths are real paths in the workspace (enforcement_for made them so);

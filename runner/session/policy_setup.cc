@@ -135,8 +135,11 @@ Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyConfig& c
 }
 
 Result<policy::Policy> load_policy(const PolicyConfig& config, const HostDir& workspace,
-                                   std::vector<std::string>& warnings) {
-    policy::PolicyOptions options{.workspace_root = workspace.path(), .home = policy_home()};
+                                   std::vector<std::string>& warnings,
+                                   const std::string& policy_root) {
+    policy::PolicyOptions options{
+        .workspace_root = policy_root.empty() ? workspace.path() : policy_root,
+        .home = policy_home()};
     options.mode = config.mode.value_or(policy::Mode::kLocal);
     options.preset = config.preset;
     options.allow_presets = config.allow_presets;

@@ -45,9 +45,11 @@ Result<std::vector<policy::SettingsSource>> policy_sources(const PolicyConfig& c
                                                            const HostDir& workspace);
 
 // Loads the policy of a session on `workspace` (its rules are anchored at its path). Warnings
-// (ignored keys and rules) are returned in `warnings`.
+// (ignored keys and rules) are returned in `warnings`. `policy_root` is the workspace's path as
+// the policy sees it (the sandbox's view: SandboxConfig::workspace_inside); "" for its own.
 Result<policy::Policy> load_policy(const PolicyConfig& config, const HostDir& workspace,
-                                   std::vector<std::string>& warnings);
+                                   std::vector<std::string>& warnings,
+                                   const std::string& policy_root = "");
 
 // The home directory the policy anchors "~/x" rules on ($HOME, else the passwd entry).
 std::string policy_home();

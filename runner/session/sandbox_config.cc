@@ -184,6 +184,41 @@ void use_refusing_resolver(SandboxSpec& spec) {
 
 }  // namespace
 
+const std::string& SandboxConfig::workspace_inside() const {
+    return workspace_view.empty() ? workspace.path() : workspace_view;
+}
+
+const std::string& SandboxConfig::spill_inside() const {
+    return spill_view.empty() ? spill.path() : spill_view;
+}
+
+namespace {
+
+// `path` with the directory `from` at its start replaced by `to`; unchanged when it is not
+// within `from`.
+std::string rebase(const std::string& path, const std::string& from, const std::string& to) {
+    if (from.empty() || from == to || !is_within(path, from)) {
+        return path;
+    }
+    return to + path.substr(from.size());
+}
+
+}  // namespace
+
+std::string SandboxConfig::inside(const std::string& host_path) const {
+    if (workspace.valid() && is_within(host_path, workspace.path())) {
+        return rebase(host_path, workspace.path(), workspace_inside());
+    }
+    return spill.valid() ? rebase(host_path, spill.path(), spill_inside()) : host_path;
+}
+
+std::string SandboxConfig::outside(const std::string& inside_path) const {
+    if (workspace.valid() && is_within(inside_path, workspace_inside())) {
+        return rebase(inside_path, workspace_inside(), workspace.path());
+    }
+    return spill.valid() ? rebase(inside_path, spill_inside(), spill.path()) : inside_path;
+}
+
 Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerContext& caller,
                                       Isolation level) {
     SandboxSpec spec;
@@ -233,9 +268,18 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     if (!config.workspace.valid()) {
         return Error{Errc::kInvalidArgument, "no workspace directory was opened for the sandbox"};
     }
-    const std::string& workspace = config.workspace.path();
+    const bool mount_ns = level == Isolation::kFull || level == Isolation::kNamespaces;
+    if ((!config.workspace_view.empty() || !config.spill_view.empty()) && !mount_ns) {
+        return Error{Errc::kUnavailable,
+                     fmt::format("the workspace is shown at {} inside the sandbox, which needs a "
+                                 "mount namespace, and isolation level {} has none: use "
+                                 "--isolation full or namespaces (`stockade doctor` shows which "
+                                 "levels this host gives)",
+                                 config.workspace_inside(), sandbox::isolation_name(level))};
+    }
+    const std::string& workspace = config.workspace_inside();
     spec.writable_paths = {workspace, "/tmp", "/dev/shm"};
-    spec.binds.push_back(sandbox::Bind{.source = workspace,
+    spec.binds.push_back(sandbox::Bind{.source = config.workspace.path(),
                                        .target = workspace,
                                        .writable = true,
                                        .source_fd = config.workspace.fd()});
@@ -254,16 +298,15 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         mounted.push_back(path);
     }
     if (config.spill.valid()) {
-        const std::string& spill = config.spill.path();
-        spec.binds.push_back(
-            sandbox::Bind{.source = spill, .target = spill, .source_fd = config.spill.fd()});
+        const std::string& spill = config.spill_inside();
+        spec.binds.push_back(sandbox::Bind{
+            .source = config.spill.path(), .target = spill, .source_fd = config.spill.fd()});
         readable.push_back(spill);
         mounted.push_back(spill);
     }
     // The image goes ahead of those binds, made around their mount points (add_image).
     images::add_image(config.image, spec);
-    if (spec.network != sandbox::NetworkMode::kHost &&
-        (level == Isolation::kFull || level == Isolation::kNamespaces)) {
+    if (spec.network != sandbox::NetworkMode::kHost && mount_ns) {
         use_refusing_resolver(spec);
     }
     spec.files.insert(spec.files.end(), config.files.begin(), config.files.end());
@@ -271,21 +314,21 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
         spec.readable_paths = std::move(readable);
     }
     for (const std::string& path : config.masked_paths) {
-        RETURN_IF_ERROR(check_policy_path("masked", path, spec));
+        spec.masked_paths.push_back(config.inside(path));
+        RETURN_IF_ERROR(check_policy_path("masked", spec.masked_paths.back(), spec));
     }
     for (const std::string& path : config.read_only_paths) {
-        RETURN_IF_ERROR(check_policy_path("read-only", path, spec));
+        spec.read_only_paths.push_back(config.inside(path));
+        RETURN_IF_ERROR(check_policy_path("read-only", spec.read_only_paths.back(), spec));
     }
-    spec.masked_paths = config.masked_paths;
-    spec.read_only_paths = config.read_only_paths;
     spec.path_rules_best_effort = config.path_rules_best_effort;
 
     // What runs: a command under stockade-init with the caller's terminal, or the worker.
     if (const auto* command = std::get_if<CommandProcess>(&config.process)) {
         spec.argv = command->argv;
-        spec.cwd = !command->cwd.empty()              ? command->cwd
-                   : is_within(caller.cwd, workspace) ? caller.cwd
-                                                      : workspace;
+        spec.cwd = !command->cwd.empty()                            ? command->cwd
+                   : is_within(caller.cwd, config.workspace.path()) ? config.inside(caller.cwd)
+                                                                    : workspace;
         spec.tty_fds = caller.tty_fds;
         spec.timeout = command->timeout;
     } else {

@@ -115,6 +115,21 @@ struct SandboxConfig {
     // A session's spill directory (tool-output/), mounted read-only at its path, by descriptor
     // as the workspace is. Not valid: none (stockade run).
     HostDir spill{};
+    // Where the workspace and the spill directory appear inside the sandbox when not at their
+    // own paths: serve --http gives a tenant's sessions /workspace and /stockade/tool-output,
+    // so that nothing its model reads shows the server's layout. Empty: at their own paths.
+    // Needs a mount namespace. Every other path here stays a host path; what the model and the
+    // policy see goes through inside().
+    std::string workspace_view{};
+    std::string spill_view{};
+    // The workspace's and the spill directory's paths inside the sandbox.
+    [[nodiscard]] const std::string& workspace_inside() const;
+    [[nodiscard]] const std::string& spill_inside() const;
+    // A host path at or beneath the workspace or the spill directory as the sandbox sees it;
+    // any other path as it is.
+    [[nodiscard]] std::string inside(const std::string& host_path) const;
+    // The reverse: a path as the sandbox sees it, on the host.
+    [[nodiscard]] std::string outside(const std::string& inside_path) const;
     images::Image image{};          // the read-only root
     std::vector<std::string> ro{};  // mounted read-only at the same path
     std::vector<std::string> rw{};  // mounted read-write at the same path

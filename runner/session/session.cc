@@ -46,11 +46,13 @@ std::string sanitize_call_id(const std::string& id) {
     return out.empty() ? "call" : out;
 }
 
-// What the worker's view keeps read-only or hides, with the reason the model is told.
-std::vector<tools::ProtectedPath> protected_paths(const SandboxConfig& sandbox,
-                                                  const std::string& workspace) {
+// What the worker's view keeps read-only or hides, with the reason the model is told: paths
+// as the sandbox shows them.
+std::vector<tools::ProtectedPath> protected_paths(const SandboxConfig& sandbox) {
+    const std::string& workspace = sandbox.workspace_inside();
     std::vector<tools::ProtectedPath> out;
-    for (const std::string& path : sandbox.read_only_paths) {
+    for (const std::string& host_path : sandbox.read_only_paths) {
+        const std::string path = sandbox.inside(host_path);
         const bool git = path == workspace + "/.git/config" || path == workspace + "/.git/hooks";
         out.push_back(
             {.path = path,
@@ -63,7 +65,7 @@ std::vector<tools::ProtectedPath> protected_paths(const SandboxConfig& sandbox,
                              "leave it as it is."});
     }
     for (const std::string& path : sandbox.masked_paths) {
-        out.push_back({.path = path,
+        out.push_back({.path = sandbox.inside(path),
                        .reason = "a deny rule of the policy (Read) hides it; work without it."});
     }
     return out;
@@ -109,8 +111,11 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     std::unique_ptr<Session> session(new Session());
     SandboxConfig worker = std::move(config.sandbox);
     session->workspace_ = worker.workspace;  // opened by whoever made the config
+    // The model and the policy see the workspace where the sandbox shows it (serve --http:
+    // /workspace); the supervisor reaches it by descriptor.
+    const std::string inside = worker.workspace_inside();
     std::vector<std::string> policy_warnings;
-    auto loaded = load_policy(config.policy, session->workspace_, policy_warnings);
+    auto loaded = load_policy(config.policy, session->workspace_, policy_warnings, inside);
     if (!loaded) {
         return std::move(loaded).error();
     }
@@ -118,7 +123,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     // A Read-denied file that git tracks stays readable through git: say so at the start, to
     // the operator here and to the model after the first result.
     const std::vector<TrackedDenial> tracked =
-        git_tracked_denied(*session->policy_, session->workspace_);
+        git_tracked_denied(*session->policy_, session->workspace_, inside);
     for (const TrackedDenial& denial : tracked) {
         policy_warnings.push_back(tracked_denial_warning(denial));
     }
@@ -165,12 +170,13 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         worker.host_gid = *worker.host_uid;
     }
     const SandboxConfig before_rules = worker;
-    Enforcement enforcement = enforcement_for(*session->policy_, session->workspace_);
+    Enforcement enforcement =
+        enforcement_for(*session->policy_, session->workspace_, kMaxEnforcementEntries, inside);
     for (const auto& note : enforcement.notes) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "policy enforcement: {}", note);
     }
     apply_enforcement(enforcement, worker);
-    session->protected_ = protected_paths(worker, session->workspace_.path());
+    session->protected_ = protected_paths(worker);
     session->sandbox_ = worker;
 
     // The supervisor's own records stay out of the sandbox's reach: a state directory the
@@ -194,14 +200,17 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     session->log_ = std::make_unique<EventLog>(std::move(log));
     session->budget_ = std::make_unique<OutputBudget>(
         config.spill_cap_bytes, session->paths_.tool_output_dir.fd(), config.disk_pool);
-    session->spill_ = std::make_unique<Spill>(
-        session->paths_.tool_output, session->paths_.tool_output_dir.fd(), *session->budget_);
+    // Spilled outputs and process logs are named as the sandbox shows them.
+    const std::string spill_inside =
+        worker.spill_view.empty() ? session->paths_.tool_output : worker.spill_view;
+    session->spill_ = std::make_unique<Spill>(spill_inside, session->paths_.tool_output_dir.fd(),
+                                              *session->budget_);
     // A later worker (a restart, after a crash or a kill) masks what the rules match then, not
     // the paths they matched at the start: a file that moved is protected under its new name.
-    auto rederive = [policy = session->policy_.get(), workspace = session->workspace_,
-                     before_rules]() {
+    auto rederive = [policy = session->policy_.get(), workspace = session->workspace_, before_rules,
+                     inside]() {
         SandboxConfig again = before_rules;
-        const Enforcement now = enforcement_for(*policy, workspace);
+        const Enforcement now = enforcement_for(*policy, workspace, kMaxEnforcementEntries, inside);
         apply_enforcement(now, again);
         return again;
     };
@@ -235,7 +244,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         };
     }
     session->worker_ =
-        std::make_unique<SessionWorker>(WorkerConfig{.workspace = session->workspace_.path(),
+        std::make_unique<SessionWorker>(WorkerConfig{.workspace = inside,
                                                      .spill = session->paths_.tool_output_dir,
                                                      .sandbox = worker,
                                                      .rederive = rederive,
@@ -272,7 +281,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     }
     session->processes_ = std::make_unique<ProcessManagerImpl>(
         *session->worker_,
-        ProcessManagerConfig{.log_dir = session->paths_.tool_output + "/process-logs",
+        ProcessManagerConfig{.log_dir = spill_inside + "/process-logs",
                              .log_parent_fd = session->paths_.tool_output_dir.fd(),
                              .log_cap_bytes = config.process_log_cap_bytes,
                              .first_id = next_process,
@@ -294,7 +303,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                       .events = session->log_.get(),
                                       .processes = session->processes_.get(),
                                       .protected_paths = &session->protected_},
-        .where = session_request_context(session->workspace_.path(), session->network_mode_),
+        .where = session_request_context(inside, session->network_mode_),
         .host_network = session->network_mode_ == sandbox::NetworkMode::kHost,
         .network_at_connect = session->network_mode_ == sandbox::NetworkMode::kAllowlist,
         .network = session->network_.get(),

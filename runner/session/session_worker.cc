@@ -30,9 +30,13 @@ std::string SessionWorker::root_path(workspace::Root root) const {
         case workspace::Root::kWorkspace:
             return config_.workspace;
         case workspace::Root::kSpill:
-            return config_.spill.path();
+            return spill_inside();
     }
     return config_.workspace;
+}
+
+std::string SessionWorker::spill_inside() const {
+    return config_.sandbox.spill_view.empty() ? config_.spill.path() : config_.sandbox.spill_view;
 }
 
 Status SessionWorker::start() {
@@ -57,7 +61,7 @@ Status SessionWorker::start_locked() {
         generation_ > 0 && config_.rederive ? config_.rederive() : config_.sandbox;
     config.spill = config_.spill;
     WorkerProcess process{.argv = {"stockade-worker", std::string(worker::kWorkerVerb),
-                                   config_.workspace, config_.spill.path()},
+                                   config_.workspace, spill_inside()},
                           .exec_fd = binary.fd,
                           .channel_fd = channel.second.get(),
                           .null_fd = null.get()};
@@ -83,8 +87,8 @@ Status SessionWorker::start_locked() {
     channel.second.reset();
     private_tmp_ = std::move(started->private_tmp);
     sandbox_ = std::make_unique<sandbox::Sandbox>(std::move(started->box));
-    auto remote = std::make_shared<workspace::RemoteWorkspace>(
-        std::move(channel.first), config_.workspace, config_.spill.path());
+    auto remote = std::make_shared<workspace::RemoteWorkspace>(std::move(channel.first),
+                                                               config_.workspace, spill_inside());
     if (auto hello = remote->handshake(); !hello) {
         reap_locked("handshake failed");
         return std::move(hello).error().wrap("connect to the session worker");

@@ -30,8 +30,9 @@
 namespace stockade::runner {
 
 struct WorkerConfig {
-    std::string workspace{};  // sandbox.workspace's path, where the worker finds it inside
-    HostDir spill{};          // the session's spill directory, mounted read-only at its path
+    std::string workspace{};  // where the worker finds sandbox.workspace inside (its view)
+    // The session's spill directory, mounted read-only at its path (or sandbox.spill_view).
+    HostDir spill{};
     // The worker's sandbox: workspace (the one above), binds, isolation, network, limits. Its
     // process is set for each worker (WorkerProcess).
     SandboxConfig sandbox{};
@@ -61,6 +62,8 @@ public:
     void stop() noexcept;
 
     [[nodiscard]] std::string root_path(workspace::Root root) const override;
+    // Where the spill directory is inside the sandbox.
+    [[nodiscard]] std::string spill_inside() const;
     Result<workspace::FileInfo> stat(workspace::Root root, const std::string& path) override;
     Result<workspace::RealPath> real_path(workspace::Root root, const std::string& path) override;
     Result<workspace::ReadData> read(workspace::Root root, const std::string& path,

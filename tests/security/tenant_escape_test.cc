@@ -21,6 +21,7 @@
 #include <memory>
 #include <regex>
 #include <sstream>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +40,7 @@ namespace stockade::testing {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -92,7 +94,9 @@ struct Server {
         nlohmann::json t = {{"name", name},
                             {"token_sha256", {sha256_hex(token)}},
                             {"workspace_root", workspace_root},
-                            {"limits", {{"sessions", 64}, {"calls", 4}}}};
+                            {"limits", {{"sessions", 64}, {"calls", 4}}},
+                            // Anchored where the tenant sees its workspace (/workspace).
+                            {"deny", {"Read(./private.txt)"}}};
         if (running_as_root()) {
             t["host_uid_range"] =
                 std::to_string(first_uid) + "-" + std::to_string(first_uid + 65535);
@@ -237,11 +241,74 @@ TEST_F(TenantEscapeTest, ANamedWorkspaceOpensBeneathTheRootAndTheLogsNameWhere) 
     const std::string where =
         text_or_error(session.call("bash", {{"command", "pwd -P && touch made-here"}}, &raw), raw);
     const std::string path = s().alpha + "/projects/api";
-    EXPECT_THAT(where, HasSubstr(path));
+    EXPECT_THAT(where, HasSubstr("/workspace\n")) << "the tenant sees a neutral path";
     EXPECT_TRUE(fs::exists(path + "/made-here"));
     session.close();
     EXPECT_THAT(s().serve_log(), HasSubstr("workspace=" + path));
     EXPECT_GE(worker_of(path), 0) << "the event log's SessionStarted names the resolved path";
+}
+
+// Nothing a tenant's model reads names the server's layout: the workspace is /workspace, spilled
+// output and process logs are under /stockade, in results, their _meta, and the initialize
+// result; and those paths work as they read.
+TEST_F(TenantEscapeTest, ATenantSeesNeutralPathsNeverTheServersLayout) {
+    McpHttpSession session(s().socket, kAlphaToken);
+    const HttpReply opened = session.open("projects/neutral");
+    ASSERT_EQ(opened.status, 200) << opened.body;
+    std::vector<std::string> seen = {opened.body};
+    auto call = [&](const std::string& tool, const nlohmann::json& args) {
+        HttpReply raw;
+        const nlohmann::json response = session.call(tool, args, &raw);
+        seen.push_back(raw.body);
+        return response;
+    };
+    const nlohmann::json big = call(
+        "bash", {{"command", "pwd; echo \"$PWD\"; seq 1 200000; ls -d /stockade/tool-output"}});
+    const std::string big_text = text_or_error(big, HttpReply{});
+    EXPECT_THAT(big_text, AllOf(HasSubstr("/workspace\n"), HasSubstr("cwd /workspace]")));
+    const nlohmann::json meta = big["result"].value("_meta", nlohmann::json::object());
+    ASSERT_FALSE(meta.empty()) << big.dump();
+    std::string log_path;
+    for (const auto& [key, value] : meta.items()) {
+        if (value.is_object() && value.contains("log_path") && value["log_path"].is_string()) {
+            log_path = value["log_path"].get<std::string>();
+        }
+    }
+    EXPECT_THAT(log_path, ::testing::StartsWith("/stockade/tool-output/")) << meta.dump();
+    // The model can read what the result points it to.
+    const std::string tail = text_or_error(
+        call("read", {{"file_path", log_path}, {"offset", 199990}, {"limit", 5}}), HttpReply{});
+    EXPECT_THAT(tail, HasSubstr("199990")) << tail;
+    const std::string started = text_or_error(
+        call("process", {{"action", "start"}, {"command", "echo started; sleep 30"}}), HttpReply{});
+    EXPECT_THAT(started, HasSubstr("/stockade/tool-output/process-logs/")) << started;
+    (void)call("write", {{"file_path", "/workspace/note.txt"}, {"content", "hi\n"}});
+    EXPECT_EQ(read_file_text(s().alpha + "/projects/neutral/note.txt").value_or(""), "hi\n");
+    session.close();
+
+    // The tenant's rules hold at the neutral paths: Read(./private.txt) denies the tool and
+    // hides the file from commands.
+    McpHttpSession again(s().socket, kAlphaToken);
+    std::ofstream(s().alpha + "/projects/neutral/private.txt") << "not for the model\n";
+    ASSERT_EQ(again.open("projects/neutral").status, 200);
+    HttpReply raw;
+    const nlohmann::json denied =
+        again.call("read", {{"file_path", "/workspace/private.txt"}}, &raw);
+    EXPECT_TRUE(denied["result"].value("isError", false)) << denied.dump();
+    // A command that names it only through a glob: the mount hides it.
+    const std::string hidden = text_or_error(
+        again.call("bash", {{"command", "cat /workspace/*.txt; echo status=$?"}}, &raw), raw);
+    EXPECT_THAT(hidden, AllOf(Not(HasSubstr("not for the model")), HasSubstr("hi\n"),
+                              HasSubstr("status=1")))
+        << hidden;
+    seen.push_back(denied.dump());
+    seen.push_back(hidden);
+    again.close();
+    for (const std::string& body : seen) {
+        EXPECT_THAT(body, AllOf(Not(HasSubstr(s().alpha)), Not(HasSubstr(s().state)),
+                                Not(HasSubstr("stockade-tenant-escape"))))
+            << body.substr(0, 2000);
+    }
 }
 
 TEST_F(TenantEscapeTest, LinksPlantedInTheRootNeverTakeASessionOutOfIt) {
@@ -316,7 +383,8 @@ TEST_F(TenantEscapeTest, ADirectoryFlippedWithALinkWhileSessionsOpenNeverLeavesT
         const std::string where = text_or_error(
             session.call("bash", {{"command", "pwd -P; touch wrote-" + std::to_string(i)}}, &raw),
             raw);
-        EXPECT_THAT(where, AnyOf(HasSubstr(s().alpha + "/race/"), HasSubstr("moved, removed")))
+        // Inside its own root, seen as /workspace (or gone: the loop removed it after the open).
+        EXPECT_THAT(where, AnyOf(HasSubstr("cwd /workspace]"), HasSubstr("moved, removed")))
             << name;
         ++opened_inside;
         session.close();

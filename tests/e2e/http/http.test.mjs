@@ -143,11 +143,12 @@ function sessionsCli(args, env = {}) {
 
 // The scenario of the stdio suite, through any SDK client connected as tenant alpha: the tool
 // list, write -> read -> edit -> grep -> glob -> bash on one file of its workspace, and the
-// metadata kept out of what the model reads.
+// metadata kept out of what the model reads. A tenant sees its workspace at /workspace, never
+// where the server keeps it.
 async function toolScenario(client, name) {
     const names = (await client.listTools()).tools.map((t) => t.name);
     assert.deepEqual(names, ['read', 'write', 'edit', 'grep', 'glob', 'bash', 'process']);
-    const file = path.join(dir, 'alpha', name);
+    const file = `/workspace/${name}`;
     let result = await client.callTool({ name: 'write', arguments: { file_path: file, content: 'one\ntwo\n' } });
     assert.equal(result.isError, false, textOf(result));
     result = await client.callTool({ name: 'read', arguments: { file_path: file } });
@@ -159,8 +160,9 @@ async function toolScenario(client, name) {
     result = await client.callTool({ name: 'glob', arguments: { pattern: '*.txt' } });
     assert.match(textOf(result), /secret\.txt/);
     result = await client.callTool({ name: 'bash', arguments: { command: `cat ${name} && pwd` } });
-    assert.match(textOf(result), /one\nthree/);
-    assert.match(textOf(result), new RegExp(path.join(dir, 'alpha')));
+    assert.match(textOf(result), /one\nthree\n\/workspace\n/);
+    assert.doesNotMatch(JSON.stringify(result), new RegExp(dir));
+    assert.equal(fs.readFileSync(path.join(dir, 'alpha', name), 'utf8'), 'one\nthree\n');
     // Metadata stays in _meta, never in what the model reads.
     assert.ok(result._meta && result._meta['dev.stockade/result']);
     assert.doesNotMatch(textOf(result), /dev\.stockade/);

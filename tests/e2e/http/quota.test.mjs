@@ -73,7 +73,18 @@ function onDisk() {
 }
 
 const GREP = { pattern: 'needle', path: '.' };
-const spilledTo = (text) => /Full results: (\S+)/.exec(text)?.[1];
+// Where a session's result says its full output is: /stockade/tool-output/NAME inside (a tenant
+// never sees the server's layout), which is the session's tool-output directory in the state
+// directory, found through the session's event-log id in /admin/sessions.
+async function spilledTo(s, text) {
+    const inside = /Full results: (\S+)/.exec(text)?.[1];
+    if (!inside) return undefined;
+    assert.match(inside, /^\/stockade\/tool-output\//);
+    const response = await fetch(`http://127.0.0.1:${port}/admin/sessions`, { headers: { Authorization: `Bearer ${ADMIN}` } });
+    const listed = (await response.json()).sessions.find((x) => x.id === s.transport.sessionId);
+    assert.ok(listed, `session ${s.transport.sessionId} is not in /admin/sessions`);
+    return path.join(dir, 'state', 'tenants', 'small', 'sessions', listed.log_id, 'tool-output', path.basename(inside));
+}
 
 describe('one tenant\'s sessions share a disk quota and its meters', { skip }, () => {
     before(async () => {
@@ -106,7 +117,7 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
     test('spills past the tenant\'s quota are refused until an ended session\'s output is reclaimed', async () => {
         assert.equal(await metric('stockade_disk_limit_bytes'), QUOTA);
         const first = await session();
-        const firstSpill = spilledTo((await first.call('grep', GREP)).text);
+        const firstSpill = await spilledTo(first, (await first.call('grep', GREP)).text);
         assert.ok(firstSpill, 'the first session\'s grep spills its full result');
         assert.ok(fs.existsSync(firstSpill));
         const held = await metric('stockade_disk_bytes');
@@ -117,7 +128,7 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
         const second = await session();
         const refused = await second.call('grep', GREP);
         assert.equal(refused.isError, false);
-        assert.equal(spilledTo(refused.text), undefined, refused.text);
+        assert.equal(await spilledTo(second, refused.text), undefined, refused.text);
         assert.match(refused.text, /Results truncated\. Use a more specific pattern/);
         assert.ok(onDisk() <= QUOTA, `${onDisk()} bytes on disk`);
 
@@ -126,7 +137,7 @@ describe('one tenant\'s sessions share a disk quota and its meters', { skip }, (
         await first.client.close();
         for (let i = 0; i < 100 && (await openSessions()) > 1; ++i) await sleep(50);
         const third = await session();
-        const thirdSpill = spilledTo((await third.call('grep', GREP)).text);
+        const thirdSpill = await spilledTo(third, (await third.call('grep', GREP)).text);
         assert.ok(thirdSpill, 'the ended session\'s output was reclaimed for the new spill');
         assert.equal(fs.existsSync(firstSpill), false, 'the ended session\'s spill is gone');
         assert.ok(fs.existsSync(thirdSpill));

@@ -173,6 +173,53 @@ TEST(MakeSandboxSpecTest, TheWorkspaceAndTheSpillAreBoundByTheirDescriptors) {
                 HasErrc(Errc::kInvalidArgument));
 }
 
+// serve --http's tenants: the workspace and the spill directory at neutral paths inside, and
+// every path the sandbox is given (masks, Landlock's, the working directory) in that view.
+TEST(MakeSandboxSpecTest, AViewShowsTheWorkspaceAndTheSpillAtNeutralPaths) {
+    static const HostDir spill = [] {
+        char tmpl[] = "/tmp/stockade-spec-spill-XXXXXX";
+        EXPECT_NE(::mkdtemp(tmpl), nullptr);
+        auto opened = HostDir::open(tmpl);
+        (void)::rmdir(tmpl);
+        return opened ? *opened : HostDir();
+    }();
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    config.spill = spill;
+    config.workspace_view = "/workspace";
+    config.spill_view = "/stockade/tool-output";
+    config.masked_paths = {ws_path() + "/.env"};
+    config.read_only_paths = {ws_path() + "/.git/hooks"};
+
+    EXPECT_EQ(config.inside(ws_path()), "/workspace");
+    EXPECT_EQ(config.inside(ws_path() + "/src/a.c"), "/workspace/src/a.c");
+    EXPECT_EQ(config.inside(ws_path() + "-sibling/a"), ws_path() + "-sibling/a");
+    EXPECT_EQ(config.inside(spill.path() + "/p1.log"), "/stockade/tool-output/p1.log");
+    EXPECT_EQ(config.inside("/etc/hosts"), "/etc/hosts");
+    EXPECT_EQ(config.outside("/workspace/src"), ws_path() + "/src");
+    EXPECT_EQ(config.outside("/stockade/tool-output/p1.log"), spill.path() + "/p1.log");
+    EXPECT_EQ(config.outside("/workspaces"), "/workspaces");
+
+    auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
+    ASSERT_THAT(spec, IsOk());
+    std::vector<std::pair<std::string, int>> by_fd;
+    for (const sandbox::Bind& bind : spec->binds) {
+        if (bind.source_fd >= 0) {
+            by_fd.emplace_back(bind.target + (bind.writable ? " rw" : " ro"), bind.source_fd);
+        }
+        EXPECT_NE(bind.target, ws_path()) << "the host path is not shown";
+    }
+    EXPECT_THAT(by_fd, ElementsAre(std::pair{std::string("/workspace rw"), workspace_dir().fd()},
+                                   std::pair{std::string("/stockade/tool-output ro"), spill.fd()}));
+    EXPECT_THAT(spec->masked_paths, ElementsAre("/workspace/.env"));
+    EXPECT_THAT(spec->read_only_paths, ElementsAre("/workspace/.git/hooks"));
+    EXPECT_THAT(spec->writable_paths, Contains("/workspace"));
+    EXPECT_EQ(spec->cwd, "/workspace/src") << "the caller's directory, as the sandbox sees it";
+
+    // Without a mount namespace nothing can be shown elsewhere: refused, not run on host paths.
+    EXPECT_THAT(make_sandbox_spec(config, caller(), Isolation::kLandlock),
+                HasErrc(Errc::kUnavailable));
+}
+
 TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds) {
     const SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
     const CallerContext root = root_caller();
