@@ -29,15 +29,18 @@ enum class ProcessState : uint8_t {
 };
 std::string_view process_state_name(ProcessState state) noexcept;  // "running", "exited", ...
 
-// Connections a command's network proxy refused (network mode allowlist), and DNS queries the
-// sandbox's resolver refused (every query, in network modes none and allowlist), by target.
+// Connections a command's network proxy refused (network mode allowlist), connections it
+// allowed but could not make (the name did not resolve, the server did not answer), and DNS
+// queries the sandbox's resolver refused (every query, in network modes none and allowlist), by
+// target.
 struct NetworkRefusal {
     std::string host{};  // as the command asked for it; "" for all targets past the cap
     uint16_t port = 0;   // 0 for a DNS query
     uint32_t count = 0;
-    std::string reason{};  // "not in the allowlist", "resolves to a private address (...)"
-    std::string hint{};    // what would allow it; may be empty
-    bool dns = false;      // DNS queries for `host`, not connections to it
+    std::string reason{};    // "not in the allowlist", "resolves to a private address (...)"
+    std::string hint{};      // what would allow it; may be empty
+    bool dns = false;        // DNS queries for `host`, not connections to it
+    bool unreached = false;  // allowed, but the proxy could not make the connection
 
     friend bool operator==(const NetworkRefusal&, const NetworkRefusal&) = default;
 };

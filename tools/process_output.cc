@@ -288,12 +288,17 @@ std::string load_line(const ProcessLoad& load) {
 }
 
 std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
-    // Connections and DNS queries each in a clause of their own, in the order first seen.
-    auto clause = [&refused](bool dns) -> std::string {
+    // Refused connections, connections that could not be made and refused DNS queries, each
+    // in a clause of its own, in the order first seen.
+    enum Kind { kRefused, kUnreached, kDns };
+    auto kind_of = [](const NetworkRefusal& r) {
+        return r.dns ? kDns : r.unreached ? kUnreached : kRefused;
+    };
+    auto clause = [&](Kind kind) -> std::string {
         std::vector<const NetworkRefusal*> of_kind;
         uint64_t total = 0;
         for (const auto& r : refused) {
-            if (r.dns == dns) {
+            if (kind_of(r) == kind) {
                 of_kind.push_back(&r);
                 total += r.count;
             }
@@ -301,6 +306,7 @@ std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
         if (of_kind.empty()) {
             return {};
         }
+        const bool dns = kind == kDns;
         auto target = [dns](const NetworkRefusal& r) {
             if (r.host.empty()) {
                 return std::string(dns ? "for other names" : "to other targets");
@@ -321,8 +327,9 @@ std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
         };
         const std::string what = dns ? count_of(total, "DNS query", "DNS queries")
                                      : count_of(total, "connection", "connections");
+        const char* verb = kind == kUnreached ? "could not make" : "refused";
         if (of_kind.size() == 1) {
-            return fmt::format("refused {} {}", what, target(*of_kind.front()));
+            return fmt::format("{} {} {}", verb, what, target(*of_kind.front()));
         }
         constexpr size_t kShown = 3;
         std::vector<std::string> parts;
@@ -338,11 +345,11 @@ std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
                 fmt::format("{} {} {}", rest, dns ? "for" : "to",
                             count_of(of_kind.size() - kShown, "other target", "other targets")));
         }
-        return fmt::format("refused {}: {}", what, fmt::join(parts, ", "));
+        return fmt::format("{} {}: {}", verb, what, fmt::join(parts, ", "));
     };
     std::vector<std::string> clauses;
-    for (bool dns : {false, true}) {
-        if (std::string c = clause(dns); !c.empty()) {
+    for (Kind kind : {kRefused, kUnreached, kDns}) {
+        if (std::string c = clause(kind); !c.empty()) {
             clauses.push_back(std::move(c));
         }
     }
@@ -355,7 +362,9 @@ std::string network_refusals_line(const std::vector<NetworkRefusal>& refused) {
 nlohmann::json network_refusals_json(const std::vector<NetworkRefusal>& refused) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : refused) {
-        out.push_back({{"kind", r.dns ? "dns" : "connection"},
+        out.push_back({{"kind", r.dns         ? "dns"
+                                : r.unreached ? "unreached"
+                                              : "connection"},
                        {"host", r.host},
                        {"port", r.port},
                        {"count", r.count},

@@ -600,12 +600,13 @@ std::string Timeline::add(const json& event) {
         return line(event, text, 2);
     }
     if (type == "NetworkConnection") {
-        if (string_at(event, "outcome") != "refused") {
+        const std::string outcome = string_at(event, "outcome");
+        if (outcome != "refused" && outcome != "failed") {
             return "";
         }
-        std::string text =
-            fmt::format("network refused {}:{}", terminal_text(string_at(event, "host"), 120),
-                        int_at(event, "port").value_or(0));
+        std::string text = fmt::format(
+            "network {} {}:{}", outcome == "refused" ? "refused" : "could not reach",
+            terminal_text(string_at(event, "host"), 120), int_at(event, "port").value_or(0));
         if (const std::string address = string_at(event, "address"); !address.empty()) {
             text += " (" + terminal_text(address, 60) + ")";
         }

@@ -20,17 +20,20 @@ constexpr size_t kMaxTargets = 32;
 // is a target the list did not have.
 bool add_refusal(std::vector<tools::NetworkRefusal>& list, const tools::NetworkRefusal& r) {
     auto same = std::find_if(list.begin(), list.end(), [&](const tools::NetworkRefusal& x) {
-        return x.host == r.host && x.port == r.port && x.reason == r.reason && x.dns == r.dns;
+        return x.host == r.host && x.port == r.port && x.reason == r.reason && x.dns == r.dns &&
+               x.unreached == r.unreached;
     });
     if (same != list.end()) {
         ++same->count;
         return false;
     }
     if (list.size() >= kMaxTargets) {
-        if (list.back().host.empty() && list.back().dns == r.dns) {
+        if (list.back().host.empty() && list.back().dns == r.dns &&
+            list.back().unreached == r.unreached) {
             ++list.back().count;
         } else {
-            list.push_back(tools::NetworkRefusal{.count = 1, .dns = r.dns});
+            list.push_back(
+                tools::NetworkRefusal{.count = 1, .dns = r.dns, .unreached = r.unreached});
         }
         return false;
     }
@@ -40,8 +43,19 @@ bool add_refusal(std::vector<tools::NetworkRefusal>& list, const tools::NetworkR
 }
 
 tools::NetworkRefusal refusal_of(const network::ConnectionRecord& r) {
-    return tools::NetworkRefusal{
+    tools::NetworkRefusal out{
         .host = r.host, .port = r.port, .count = 1, .reason = r.reason, .hint = r.hint};
+    if (r.outcome == network::Outcome::kFailed) {
+        // Allowed, but not made: what the machine the proxy runs on could not do.
+        out.unreached = true;
+        if (out.hint.empty() && r.reason.find("could not be resolved") != std::string::npos) {
+            out.hint = fmt::format(
+                "the machine Stockade runs on cannot resolve it; if it is on the user's network, "
+                "the user can pin it: --resolve {}=ADDRESS (settings: sandbox.network.resolve)",
+                r.host);
+        }
+    }
+    return out;
 }
 
 // What a refused DNS query's result says: why, and how the user gets a network that reaches
@@ -247,6 +261,7 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
     std::string tag;
     bool by_elimination = false;
     bool log_it = false;
+    const tools::NetworkRefusal said = refusal_of(r);
     {
         std::lock_guard lock(mu_);
         tag = command_of_locked(r.tag);
@@ -254,18 +269,19 @@ void SandboxNetwork::record(const network::ConnectionRecord& r) {
         if (auto it = calls_.find(tag); it != calls_.end()) {
             call = it->second;
         }
-        if (r.outcome == network::Outcome::kRefused) {
-            add_refusal(refused_[tag], refusal_of(r));
-            add_refusal(all_refused_, refusal_of(r));
+        if (r.outcome != network::Outcome::kRelayed) {
+            add_refusal(refused_[tag], said);
+            add_refusal(all_refused_, said);
             log_it = logged_hosts_.size() < kMaxLoggedHosts && logged_hosts_.insert(r.host).second;
         }
     }
     if (log_it) {
-        // The operator's view, once per host per session: what was refused and what would
-        // allow it (the model's result says the same).
-        SPDLOG_LOGGER_INFO(log::get("network"), "refused {}:{}: {}{}", r.host, r.port,
+        // The operator's view, once per host per session: what was refused (or could not be
+        // reached) and what would allow it (the model's result says the same).
+        SPDLOG_LOGGER_INFO(log::get("network"), "{} {}:{}: {}{}",
+                           said.unreached ? "could not reach" : "refused", r.host, r.port,
                            r.reason.empty() ? "not in the allowlist" : r.reason,
-                           r.hint.empty() ? "" : "; " + r.hint);
+                           said.hint.empty() ? "" : "; " + said.hint);
     }
     if (config_.events == nullptr) {
         return;

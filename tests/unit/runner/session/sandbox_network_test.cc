@@ -176,6 +176,40 @@ TEST(SandboxNetworkTest, RefusalsCountAgainstTheCommandThatMadeThem) {
     EXPECT_EQ(recorded[3]["attributed"], "the only command running");
 }
 
+// A connection the rules allow that the proxy cannot make (nothing listens where the name is
+// pinned) is in the result too, with why, apart from what was refused.
+TEST(SandboxNetworkTest, AnAllowedConnectionThatCannotBeMadeIsSaidApart) {
+    const policy::Policy rules =
+        load_rules(R"json({"permissions": {"allow": ["network.access(closed.test)"]}})json");
+    // A port nothing listens on: bound, then closed.
+    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ASSERT_EQ(::bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    const uint16_t closed = ntohs(addr.sin_port);
+    probe.reset();
+    auto pin = network::parse_resolve_pin("closed.test:443=127.0.0.1:" + std::to_string(closed));
+    ASSERT_TRUE(pin.has_value());
+    auto net = SandboxNetwork::start(SandboxNetworkConfig{.policy = &rules, .pins = {*pin}});
+    ASSERT_TRUE(net.has_value());
+    uint16_t port = 0;
+    (*net)->serve(listen_loopback(port));
+    (*net)->command_started("c1", "call-1");
+    EXPECT_THAT(ask_proxy(port, "CONNECT closed.test:443 HTTP/1.1\r\n\r\n"), HasSubstr("502"));
+    EXPECT_THAT(ask_proxy(port, "CONNECT evil.test:443 HTTP/1.1\r\n\r\n"), HasSubstr("403"));
+    const std::vector<tools::NetworkRefusal> c1 = (*net)->refusals("c1");
+    ASSERT_EQ(c1.size(), 2U);
+    EXPECT_TRUE(c1[0].unreached);
+    EXPECT_FALSE(c1[1].unreached);
+    EXPECT_EQ(tools::network_refusals_line(c1),
+              "network: refused 1 connection to evil.test:443 (not in the allowlist; the user can "
+              "add network.access(evil.test)); could not make 1 connection to closed.test:443 "
+              "(could not connect to closed.test:443 (Connection refused))");
+}
+
 // A query for `host` (type A, or AAAA) sent to the resolver at `port`; true once answered.
 bool lookup(uint16_t port, const std::string& host, bool aaaa = false) {
     std::string query("\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00", 12);
