@@ -27,6 +27,19 @@ namespace {
 
 class WorkerRootTest : public ::testing::TestWithParam<sandbox::Isolation> {
 protected:
+    // A worker on workspace_ at the level under test, with nothing else in its sandbox.
+    runner::WorkerConfig worker_config() const {
+        runner::WorkerConfig config;
+        config.workspace = workspace_.path();
+        config.sandbox.workspace = HostDir::open(workspace_.path()).value();
+        config.sandbox.workspace_uid = ::geteuid();
+        config.sandbox.workspace_gid = ::getegid();
+        config.spill = HostDir::open(spill_.path()).value();
+        config.sandbox.isolation = GetParam();
+        config.sandbox.network = sandbox::NetworkMode::kNone;
+        return config;
+    }
+
     TempDir workspace_{"stockade-worker-root-ws"};
     TempDir spill_{"stockade-worker-root-spill"};
 };
@@ -40,16 +53,9 @@ TEST_P(WorkerRootTest, AWorkerInARootWithoutADynamicLoaderAnswersARead) {
                         "which needs the host's loader";
     }
     workspace_.write_file("a.txt", "alpha\n");
-    runner::WorkerConfig config;
-    config.workspace = workspace_.path();
-    config.sandbox.workspace = HostDir::open(workspace_.path()).value();
-    config.sandbox.workspace_uid = ::geteuid();
-    config.sandbox.workspace_gid = ::getegid();
-    config.spill = HostDir::open(spill_.path()).value();
+    runner::WorkerConfig config = worker_config();
     // An image of nothing: no binds, nothing readable but what every sandbox gets.
     config.sandbox.image = images::Image{.name = "empty"};
-    config.sandbox.isolation = GetParam();
-    config.sandbox.network = sandbox::NetworkMode::kNone;
     runner::SessionWorker worker(config, nullptr);
     Status started = worker.start();
     if (!started && started.error().code == Errc::kUnavailable) {
@@ -77,14 +83,7 @@ TEST_P(WorkerRootTest, AWorkerStartsWhateverNumbersTheSupervisorsDescriptorsHave
     const rlimit raised{std::max<rlim_t>(nofile.rlim_cur, 1200), nofile.rlim_max};
     ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &raised), 0);
     workspace_.write_file("a.txt", "alpha\n");
-    runner::WorkerConfig config;
-    config.workspace = workspace_.path();
-    config.sandbox.workspace = HostDir::open(workspace_.path()).value();
-    config.sandbox.workspace_uid = ::geteuid();
-    config.sandbox.workspace_gid = ::getegid();
-    config.spill = HostDir::open(spill_.path()).value();
-    config.sandbox.isolation = GetParam();
-    config.sandbox.network = sandbox::NetworkMode::kNone;
+    const runner::WorkerConfig config = worker_config();
     // Fill the table so that the launch's own descriptors start at each number from 990 to
     // 1001: between them, every descriptor a launch makes is once at 1000 and once at 1001.
     std::vector<UniqueFd> filler;

@@ -1,10 +1,10 @@
 #include "network/client_hello.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include <gtest/gtest.h>
+
+#include "tests/testing/hex_vector.h"
 
 namespace stockade::network {
 namespace {
@@ -12,18 +12,8 @@ namespace {
 // tests/unit/network/testdata/*.hex: ClientHellos as OpenSSL 3.0's s_client and curl sent them
 // to a listening socket (one line of hex each).
 std::string vector_bytes(const std::string& name) {
-    const auto path = std::filesystem::path(__FILE__).parent_path() / "testdata" / (name + ".hex");
-    std::ifstream in(path);
-    std::string hex((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::string out;
-    for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-        if (hex[i] == '\n') {
-            break;
-        }
-        out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    }
-    EXPECT_FALSE(out.empty()) << path;
-    return out;
+    return testing::hex_vector(std::filesystem::path(__FILE__).parent_path() / "testdata" /
+                               (name + ".hex"));
 }
 
 void put_uint(std::string& out, size_t value, int width) {
@@ -154,7 +144,7 @@ TEST(ParseClientHelloTest, SaysNotTlsForOtherProtocols) {
           std::string("\x16\x03\x05", 3), std::string("\x17", 1),
           std::string("\x15\x03\x03\x00\x02\x02\x28", 7)}) {
         EXPECT_EQ(parse_client_hello(bytes).status, HelloStatus::kNotTls)
-            << testing::PrintToString(bytes);
+            << ::testing::PrintToString(bytes);
     }
     EXPECT_EQ(parse_client_hello("").status, HelloStatus::kNeedMore);
     EXPECT_EQ(parse_client_hello("\x16").status, HelloStatus::kNeedMore);

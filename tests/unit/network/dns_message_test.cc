@@ -1,26 +1,19 @@
 #include "network/dns_message.h"
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include <gtest/gtest.h>
+
+#include "tests/testing/hex_vector.h"
 
 namespace stockade::network {
 namespace {
 
 // tests/unit/network/testdata/glibc_dns_query_*.hex: the queries glibc 2.36's getaddrinfo sent
-// for "Registry.NPMjs.org" to a listening socket (one line of hex each).
+// for "Registry.NPMjs.org" to a listening socket.
 std::string vector_bytes(const std::string& name) {
-    const auto path = std::filesystem::path(__FILE__).parent_path() / "testdata" / (name + ".hex");
-    std::ifstream in(path);
-    std::string hex((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::string out;
-    for (size_t i = 0; i + 1 < hex.size() && hex[i] != '\n'; i += 2) {
-        out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    }
-    EXPECT_FALSE(out.empty()) << path;
-    return out;
+    return testing::hex_vector(std::filesystem::path(__FILE__).parent_path() / "testdata" /
+                               (name + ".hex"));
 }
 
 void put16(std::string& out, unsigned value) {

@@ -15,9 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -33,12 +31,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "tests/testing/hex_vector.h"
+
 namespace stockade::network {
 namespace {
 
 using std::chrono::milliseconds;
-using testing::HasSubstr;
-using testing::StartsWith;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kIoTimeout = std::chrono::seconds(3);
@@ -171,15 +171,8 @@ std::string connect_head(std::string_view authority, bool auth = true) {
 
 // tests/unit/network/testdata/<name>.hex: a ClientHello as a real client sent it.
 std::string hello_bytes(const std::string& name) {
-    const auto path = std::filesystem::path(__FILE__).parent_path() / "testdata" / (name + ".hex");
-    std::ifstream in(path);
-    std::string hex((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::string out;
-    for (size_t i = 0; i + 1 < hex.size() && hex[i] != '\n'; i += 2) {
-        out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-    }
-    EXPECT_FALSE(out.empty()) << path;
-    return out;
+    return ::stockade::testing::hex_vector(std::filesystem::path(__FILE__).parent_path() /
+                                           "testdata" / (name + ".hex"));
 }
 
 // A server on 127.0.0.1 run by a thread with a blocking accept loop; each connection gets a
@@ -385,7 +378,7 @@ private:
     std::vector<ConnectionRecord> records_;
 };
 
-class ProxyTest : public testing::Test {
+class ProxyTest : public ::testing::Test {
 protected:
     // Starts the proxy with these options and hands it a listener of the test's making.
     void start(ProxyOptions options = {}, Proxy::Ask ask = {}) {
@@ -493,7 +486,7 @@ TEST_F(ProxyTest, ConnectRelaysBothWaysAndReportsOnce) {
     EXPECT_EQ(r.bytes_sent, 10U);
     EXPECT_EQ(r.bytes_received, 10U);
     EXPECT_EQ(upstream.received(), "pingsecond");
-    EXPECT_THAT(decided_, testing::ElementsAre("echo.test:7"));
+    EXPECT_THAT(decided_, ::testing::ElementsAre("echo.test:7"));
 
     // Once only, and nothing stays open.
     std::this_thread::sleep_for(milliseconds(50));
@@ -616,7 +609,7 @@ TEST_F(ProxyTest, ForwardsPlainHttpInOriginForm) {
                              "Accept: */*\r\n\r\n"));
     const std::string answer = read_until(client.get(), "hello");
     EXPECT_THAT(answer, StartsWith("HTTP/1.1 200 OK\r\n"));
-    EXPECT_THAT(answer, testing::EndsWith("\r\n\r\nhello"));
+    EXPECT_THAT(answer, ::testing::EndsWith("\r\n\r\nhello"));
     client.reset();
 
     ASSERT_TRUE(upstream.wait_ended(1));
@@ -627,9 +620,9 @@ TEST_F(ProxyTest, ForwardsPlainHttpInOriginForm) {
     EXPECT_THAT(head, HasSubstr("\r\nHost: name.test:8080\r\n"));
     EXPECT_THAT(head, HasSubstr("\r\nAccept: */*\r\n"));
     EXPECT_THAT(head, HasSubstr("\r\nConnection: close\r\n"));
-    EXPECT_THAT(head, testing::Not(HasSubstr("Proxy-Authorization")));
-    EXPECT_THAT(head, testing::Not(HasSubstr("Proxy-Connection")));
-    EXPECT_THAT(head, testing::EndsWith("\r\n\r\n"));
+    EXPECT_THAT(head, ::testing::Not(HasSubstr("Proxy-Authorization")));
+    EXPECT_THAT(head, ::testing::Not(HasSubstr("Proxy-Connection")));
+    EXPECT_THAT(head, ::testing::EndsWith("\r\n\r\n"));
 
     const auto records = records_.wait_for(1);
     ASSERT_EQ(records.size(), 1U);

@@ -26,17 +26,21 @@ using ::testing::IsEmpty;
 using testing::IsOk;
 using ::testing::Not;
 
-// The workspace is a directory held open (a fresh one, left for the test run's end); the other
-// paths exist nowhere: make_sandbox_spec must not look at them.
+// A fresh directory held open, its path removed: the descriptor is what counts, the path only
+// names it.
+HostDir held_dir(const char* prefix) {
+    std::string tmpl = std::string("/tmp/") + prefix + "-XXXXXX";
+    EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
+    auto opened = HostDir::open(tmpl);
+    EXPECT_TRUE(opened);
+    (void)::rmdir(tmpl.c_str());
+    return opened ? *opened : HostDir();
+}
+
+// The workspace is a directory held open (left for the test run's end); the other paths exist
+// nowhere: make_sandbox_spec must not look at them.
 const HostDir& workspace_dir() {
-    static const HostDir dir = [] {
-        char tmpl[] = "/tmp/stockade-spec-ws-XXXXXX";
-        EXPECT_NE(::mkdtemp(tmpl), nullptr);
-        auto opened = HostDir::open(tmpl);
-        EXPECT_TRUE(opened);
-        (void)::rmdir(tmpl);  // the descriptor is what counts; the path only names it
-        return opened ? *opened : HostDir();
-    }();
+    static const HostDir dir = held_dir("stockade-spec-ws");
     return dir;
 }
 const std::string& ws_path() {
@@ -176,13 +180,7 @@ TEST(MakeSandboxSpecTest, TheWorkspaceAndTheSpillAreBoundByTheirDescriptors) {
 // serve --http's tenants: the workspace and the spill directory at neutral paths inside, and
 // every path the sandbox is given (masks, Landlock's, the working directory) in that view.
 TEST(MakeSandboxSpecTest, AViewShowsTheWorkspaceAndTheSpillAtNeutralPaths) {
-    static const HostDir spill = [] {
-        char tmpl[] = "/tmp/stockade-spec-spill-XXXXXX";
-        EXPECT_NE(::mkdtemp(tmpl), nullptr);
-        auto opened = HostDir::open(tmpl);
-        (void)::rmdir(tmpl);
-        return opened ? *opened : HostDir();
-    }();
+    static const HostDir spill = held_dir("stockade-spec-spill");
     SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
     config.spill = spill;
     config.workspace_view = "/workspace";

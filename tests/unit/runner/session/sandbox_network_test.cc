@@ -90,16 +90,22 @@ TEST(SandboxNetworkTest, EveryCommandFindsTheProxyWithItsOwnTag) {
 }
 
 // A listening socket on 127.0.0.1 (an ephemeral port), as the sandbox's child hands one over.
-UniqueFd listen_loopback(uint16_t& port) {
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+// A socket of `type` bound on 127.0.0.1 and a port of the kernel's choice (in `port`).
+UniqueFd bound_loopback(int type, uint16_t& port) {
+    UniqueFd fd(::socket(AF_INET, type | SOCK_CLOEXEC, 0));
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof addr;
     EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::listen(fd.get(), 16), 0);
     EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
     port = ntohs(addr.sin_port);
+    return fd;
+}
+
+UniqueFd listen_loopback(uint16_t& port) {
+    UniqueFd fd = bound_loopback(SOCK_STREAM | SOCK_NONBLOCK, port);
+    EXPECT_EQ(::listen(fd.get(), 16), 0);
     return fd;
 }
 
@@ -182,15 +188,8 @@ TEST(SandboxNetworkTest, AnAllowedConnectionThatCannotBeMadeIsSaidApart) {
     const policy::Policy rules =
         load_rules(R"json({"permissions": {"allow": ["network.access(closed.test)"]}})json");
     // A port nothing listens on: bound, then closed.
-    UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ASSERT_EQ(::bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(::getsockname(probe.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    const uint16_t closed = ntohs(addr.sin_port);
-    probe.reset();
+    uint16_t closed = 0;
+    bound_loopback(SOCK_STREAM, closed).reset();
     auto pin = network::parse_resolve_pin("closed.test:443=127.0.0.1:" + std::to_string(closed));
     ASSERT_TRUE(pin.has_value());
     auto net = SandboxNetwork::start(SandboxNetworkConfig{.policy = &rules, .pins = {*pin}});
@@ -238,15 +237,7 @@ bool lookup(uint16_t port, const std::string& host, bool aaaa = false) {
 
 // The resolver socket a sandbox's child would hand over, on 127.0.0.1 and a free port.
 UniqueFd resolver_socket(uint16_t& port) {
-    UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    EXPECT_EQ(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port = ntohs(addr.sin_port);
-    return fd;
+    return bound_loopback(SOCK_DGRAM, port);
 }
 
 // The resolver reports after it answers: wait for what it counts.
