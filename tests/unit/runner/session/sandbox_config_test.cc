@@ -156,19 +156,24 @@ TEST(MakeSandboxSpecTest, TheConfigsBindsEnvironmentAndLimitsReachTheSpec) {
     EXPECT_FALSE(spec->idmap_writable_binds);
 }
 
+// The binds made from descriptors: "TARGET rw|ro" and the descriptor.
+std::vector<std::pair<std::string, int>> binds_by_fd(const sandbox::SandboxSpec& spec) {
+    std::vector<std::pair<std::string, int>> by_fd;
+    for (const sandbox::Bind& bind : spec.binds) {
+        if (bind.source_fd >= 0) {
+            by_fd.emplace_back(bind.target + (bind.writable ? " rw" : " ro"), bind.source_fd);
+        }
+    }
+    return by_fd;
+}
+
 TEST(MakeSandboxSpecTest, TheWorkspaceAndTheSpillAreBoundByTheirDescriptors) {
     SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
     config.spill = workspace_dir();  // any directory held open will do
     auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
     ASSERT_THAT(spec, IsOk());
-    std::vector<std::pair<std::string, int>> by_fd;
-    for (const sandbox::Bind& bind : spec->binds) {
-        if (bind.source_fd >= 0) {
-            by_fd.emplace_back(bind.target + (bind.writable ? " rw" : " ro"), bind.source_fd);
-        }
-    }
-    EXPECT_THAT(by_fd, ElementsAre(std::pair{ws_path() + " rw", workspace_dir().fd()},
-                                   std::pair{ws_path() + " ro", workspace_dir().fd()}))
+    EXPECT_THAT(binds_by_fd(*spec), ElementsAre(std::pair{ws_path() + " rw", workspace_dir().fd()},
+                                                std::pair{ws_path() + " ro", workspace_dir().fd()}))
         << "no other bind is a descriptor; the operator's --ro/--rw paths are bound by name";
     // A config whose workspace was never opened cannot become a spec: nothing may bind a path
     // that a sandbox could have changed since it was checked.
@@ -199,15 +204,12 @@ TEST(MakeSandboxSpecTest, AViewShowsTheWorkspaceAndTheSpillAtNeutralPaths) {
 
     auto spec = make_sandbox_spec(config, caller(), Isolation::kFull);
     ASSERT_THAT(spec, IsOk());
-    std::vector<std::pair<std::string, int>> by_fd;
     for (const sandbox::Bind& bind : spec->binds) {
-        if (bind.source_fd >= 0) {
-            by_fd.emplace_back(bind.target + (bind.writable ? " rw" : " ro"), bind.source_fd);
-        }
         EXPECT_NE(bind.target, ws_path()) << "the host path is not shown";
     }
-    EXPECT_THAT(by_fd, ElementsAre(std::pair{std::string("/workspace rw"), workspace_dir().fd()},
-                                   std::pair{std::string("/stockade/tool-output ro"), spill.fd()}));
+    EXPECT_THAT(binds_by_fd(*spec),
+                ElementsAre(std::pair{std::string("/workspace rw"), workspace_dir().fd()},
+                            std::pair{std::string("/stockade/tool-output ro"), spill.fd()}));
     EXPECT_THAT(spec->masked_paths, ElementsAre("/workspace/.env"));
     EXPECT_THAT(spec->read_only_paths, ElementsAre("/workspace/.git/hooks"));
     EXPECT_THAT(spec->writable_paths, Contains("/workspace"));
