@@ -384,18 +384,25 @@ std::string Timeline::call_line(const Call& call, const std::string& decision_te
     return line(event, text);
 }
 
-std::string Timeline::close_open_calls(const json& event, std::string_view why) {
-    std::string out;
+std::vector<std::string> Timeline::open_calls() const {
     std::vector<const Call*> calls;
     for (const auto& [id, call] : open_) {
         calls.push_back(&call);
     }
     std::sort(calls.begin(), calls.end(),
               [](const Call* a, const Call* b) { return a->number < b->number; });
+    std::vector<std::string> out;
     for (const Call* call : calls) {
-        out += line(event, fmt::format("#{} {}{}{}: no result ({})", call->number,
-                                       terminal_text(call->tool, 40), call->shown ? "" : " ",
-                                       call->shown ? "" : call->summary, why));
+        out.push_back(fmt::format("#{} {}{}{}", call->number, terminal_text(call->tool, 40),
+                                  call->shown ? "" : " ", call->shown ? "" : call->summary));
+    }
+    return out;
+}
+
+std::string Timeline::close_open_calls(const json& event, std::string_view why) {
+    std::string out;
+    for (const std::string& call : open_calls()) {
+        out += line(event, fmt::format("{}: no result ({})", call, why));
     }
     open_.clear();
     processes_.clear();
@@ -669,16 +676,8 @@ std::string Timeline::add(const json& event) {
 
 std::string Timeline::finish() {
     std::string out;
-    std::vector<const Call*> calls;
-    for (const auto& [id, call] : open_) {
-        calls.push_back(&call);
-    }
-    std::sort(calls.begin(), calls.end(),
-              [](const Call* a, const Call* b) { return a->number < b->number; });
-    for (const Call* call : calls) {
-        out += fmt::format("{:12}  #{} {}{}{}: no result in the log yet\n", "", call->number,
-                           terminal_text(call->tool, 40), call->shown ? "" : " ",
-                           call->shown ? "" : call->summary);
+    for (const std::string& call : open_calls()) {
+        out += fmt::format("{:12}  {}: no result in the log yet\n", "", call);
     }
     return out;
 }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -87,6 +88,8 @@ private:
     std::string call_line(const Call& call, const std::string& decision_text,
                           const nlohmann::json& event);
     std::string close_open_calls(const nlohmann::json& event, std::string_view why);
+    // The calls without a result yet, in their order, each as "#N tool[ summary]".
+    [[nodiscard]] std::vector<std::string> open_calls() const;
     std::string relative(std::string_view path) const;
     Call* find_call(const nlohmann::json& event);
 
