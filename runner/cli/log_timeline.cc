@@ -655,6 +655,11 @@ std::string Timeline::add(const json& event) {
         }
         return line(event, text, 2);
     }
+    if (type == "WorkerFailed") {
+        return line(
+            event,
+            "sandbox worker could not start: " + terminal_text(string_at(event, "error"), 400), 2);
+    }
     if (type == "WorkerExited") {
         const bool oom = bool_at(event, "oom_killed");
         const std::int64_t signal = int_at(event, "signal").value_or(0);

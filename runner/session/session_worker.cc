@@ -78,7 +78,13 @@ Status SessionWorker::start_locked() {
     config.process = std::move(process);
     auto started = start_sandbox(config, current_caller(), StartOptions{.label = "session"});
     if (!started) {
-        return std::move(started).error().wrap("start the session worker");
+        Error error = std::move(started).error().wrap("start the session worker");
+        if (events_ != nullptr) {
+            // The session's record says why it had no worker, not only serve's stderr.
+            events_->record("WorkerFailed",
+                            {{"generation", generation_ + 1}, {"error", error.message}}, true);
+        }
+        return error;
     }
     if (generation_ == 0 && !started->shortfall.empty()) {
         SPDLOG_LOGGER_WARN(log, "isolation auto falls back to \"{}\": {}",

@@ -215,6 +215,12 @@ TEST(TimelineTest, ShowsAnswersBackgroundProcessesAndWorkerDeaths) {
     out += timeline.add(event("WorkerStarted", {{"generation", 2}, {"isolation", "full"}}, 6));
     out += timeline.add(
         event("ToolAnswered", {{"call", "9"}, {"action", "fallback"}, {"decision", "deny"}}, 7));
+    out += timeline.add(event("WorkerFailed",
+                              {{"generation", 3},
+                               {"error",
+                                "start the session worker: --network allowlist needs a "
+                                "network namespace"}},
+                              8));
     EXPECT_EQ(out,
               "2026-12-04 (UTC)\n"
               "16:58:00.001  #1 bash npm i -> ask by rule Bash(npm:*) (s.json:3)\n"
@@ -223,7 +229,9 @@ TEST(TimelineTest, ShowsAnswersBackgroundProcessesAndWorkerDeaths) {
               "16:58:00.004    sandbox worker died: killed by the out-of-memory killer\n"
               "16:58:00.005    process p2 killed by SIGKILL after 1m05s: npm run dev\n"
               "16:58:00.006    sandbox worker restarted (generation 2) · isolation full\n"
-              "16:58:00.007  nobody could be asked: --ask-fallback deny\n");
+              "16:58:00.007  nobody could be asked: --ask-fallback deny\n"
+              "16:58:00.008    sandbox worker could not start: start the session worker: "
+              "--network allowlist needs a network namespace\n");
 }
 
 TEST(TimelineTest, AResultWhoseRequestCameBeforeSinceStandsAlone) {

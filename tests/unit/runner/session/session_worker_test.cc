@@ -185,6 +185,29 @@ protected:
     std::optional<SessionWorker> worker_;
 };
 
+// A worker that cannot start says why in the session's record, not only to the caller.
+TEST(SessionWorkerStartTest, AWorkerThatCannotStartIsRecordedWithWhy) {
+    TempDir tmp;
+    tmp.mkdir("ws");
+    tmp.mkdir("spill");
+    WorkerConfig config;
+    config.workspace = tmp.at("ws");
+    config.sandbox.workspace = HostDir::open(tmp.at("ws")).value();
+    config.spill = HostDir::open(tmp.at("spill")).value();
+    config.sandbox.isolation = sandbox::Isolation::kNone;
+    config.sandbox.network = sandbox::NetworkMode::kAllowlist;  // needs a network namespace
+    testing::RecordingSink events;
+    SessionWorker worker(config, &events);
+    const Status started = worker.start();
+    ASSERT_FALSE(started);
+    const std::vector<testing::RecordingSink::Event> recorded = events.events();
+    ASSERT_EQ(recorded.size(), 1U);
+    EXPECT_EQ(recorded[0].type, "WorkerFailed");
+    EXPECT_TRUE(recorded[0].durable);
+    EXPECT_EQ(recorded[0].fields["error"], started.error().message);
+    EXPECT_THAT(started.error().message, ::testing::HasSubstr("network namespace"));
+}
+
 TEST_F(SessionWorkerTest, CallsRunWhileAnRgIsInFlight) {
     ASSERT_THAT(worker_->start(), IsOk());
     std::optional<Result<workspace::RgOutcome>> rg;
