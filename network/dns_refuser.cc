@@ -125,18 +125,18 @@ private:
             }
             const std::string_view message(buffer.data(), static_cast<size_t>(n));
             const DnsQuestion question = parse_dns_query(message);
+            if (question.status == DnsParse::kQuery && entry.on_question) {
+                try {
+                    entry.on_question(question);
+                } catch (const std::exception&) {
+                    // The owner's bookkeeping failed (out of memory): the answer goes anyway.
+                }
+            }
             const std::string reply = dns_refusal(message, question);
             if (!reply.empty()) {
                 (void)::sendto(entry.socket.get(), reply.data(), reply.size(),
                                MSG_DONTWAIT | MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&from),
                                from_len);
-            }
-            if (question.status == DnsParse::kQuery && entry.on_question) {
-                try {
-                    entry.on_question(question);
-                } catch (const std::exception&) {
-                    // The owner's bookkeeping failed (out of memory): the answer went anyway.
-                }
             }
         }
     }

@@ -24,7 +24,8 @@ namespace stockade::network {
 
 class DnsRefuser {
 public:
-    // Called on the refuser's thread for each well-formed query, after it was answered.
+    // Called on the refuser's thread for each well-formed query, just before it is answered:
+    // once a client has its answer, the query is counted (a command's result names it).
     using OnQuestion = std::function<void(const DnsQuestion&)>;
 
     // While the returned registration lives, queries on `socket` are answered and reported.

@@ -240,7 +240,7 @@ UniqueFd resolver_socket(uint16_t& port) {
     return bound_loopback(SOCK_DGRAM, port);
 }
 
-// The resolver reports after it answers: wait for what it counts.
+// What the resolver counted (it counts before it answers; the wait is a guard).
 std::vector<tools::NetworkRefusal> refusals_after(const SandboxNetwork& net, const std::string& tag,
                                                   uint32_t count) {
     for (int i = 0; i < 500; ++i) {
@@ -285,10 +285,17 @@ TEST(SandboxNetworkTest, WithoutANetworkEveryLookupIsRefusedAndTheResultSaysHowT
     EXPECT_EQ(refusals_after(**net, "c1", 3).size(), 2U);
     EXPECT_EQ(refusals_after(**net, "", 3).size(), 2U);
 
+    // Recorded before the answer too (the wait is a guard).
     std::vector<nlohmann::json> recorded;
-    for (const auto& event : events.events()) {
-        if (event.type == "NetworkLookup") {
-            recorded.push_back(event.fields);
+    for (int i = 0; i < 500 && recorded.size() < 3; ++i) {
+        recorded.clear();
+        for (const auto& event : events.events()) {
+            if (event.type == "NetworkLookup") {
+                recorded.push_back(event.fields);
+            }
+        }
+        if (recorded.size() < 3) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
     }
     ASSERT_EQ(recorded.size(), 3U) << "once per name and command, not per query";
