@@ -6,7 +6,8 @@
 // directories bound read-only, its symlinks copied, and the same generated files over its own
 // /etc/passwd, group, hosts and hostname; the host's resolver configuration over its
 // resolv.conf (which a sandbox with a network namespace of its own replaces with one naming
-// Stockade's resolver: runner::make_sandbox_spec). A stored image needs a mount namespace: at level landlock it cannot be used.
+// Stockade's resolver: runner::make_sandbox_spec). A stored image needs a mount namespace: at level
+// landlock it cannot be used.
 #pragma once
 
 #include <string>

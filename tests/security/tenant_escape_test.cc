@@ -17,11 +17,11 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <regex>
 #include <sstream>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
