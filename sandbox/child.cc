@@ -667,20 +667,29 @@ void send_to_supervisor(const ChildPlan& plan, ChildMessage::Kind kind, int fd,
     }
 }
 
-// Network mode allowlist: the proxy's port on this namespace's loopback, taken before anything
-// untrusted runs, and handed to the supervisor, which accepts on it from outside. The sandbox
-// keeps no copy: connecting is all it can do.
-void listen_for_proxy(const ChildPlan& plan) noexcept {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+// A socket of `type` bound on this network namespace's 127.0.0.1:`port`, taken before anything
+// untrusted runs; a failure is reported as `step`.
+int bound_on_loopback(const ChildPlan& plan, int type, uint16_t port, ChildStep step) noexcept {
+    int fd = ::socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
-        fail(plan, ChildStep::kProxyListener, errno);
+        fail(plan, step, errno);
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(plan.proxy_port);
+    addr.sin_port = htons(port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-        ::listen(fd, SOMAXCONN) != 0) {
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+        fail(plan, step, errno);
+    }
+    return fd;
+}
+
+// Network mode allowlist: the proxy's port on this namespace's loopback, handed to the
+// supervisor, which accepts on it from outside. The sandbox keeps no copy: connecting is all
+// it can do.
+void listen_for_proxy(const ChildPlan& plan) noexcept {
+    const int fd = bound_on_loopback(plan, SOCK_STREAM, plan.proxy_port, ChildStep::kProxyListener);
+    if (::listen(fd, SOMAXCONN) != 0) {
         fail(plan, ChildStep::kProxyListener, errno);
     }
     send_to_supervisor(plan, ChildMessage::kProxyListener, fd, ChildStep::kProxyListener);
@@ -688,21 +697,11 @@ void listen_for_proxy(const ChildPlan& plan) noexcept {
 }
 
 // Network modes none and allowlist: the resolver's address on this namespace's loopback (what
-// the generated /etc/resolv.conf names), taken before anything untrusted runs, and handed to
-// the supervisor, which answers every query from outside. Port 53 needs CAP_NET_BIND_SERVICE,
-// which the child holds in the user namespace that owns this network namespace.
+// the generated /etc/resolv.conf names), handed to the supervisor, which answers every query
+// from outside. Port 53 needs CAP_NET_BIND_SERVICE, which the child holds in the user namespace
+// that owns this network namespace.
 void bind_for_resolver(const ChildPlan& plan) noexcept {
-    int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) {
-        fail(plan, ChildStep::kDnsSocket, errno);
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(53);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-        fail(plan, ChildStep::kDnsSocket, errno);
-    }
+    const int fd = bound_on_loopback(plan, SOCK_DGRAM, 53, ChildStep::kDnsSocket);
     send_to_supervisor(plan, ChildMessage::kDnsSocket, fd, ChildStep::kDnsSocket);
     ::close(fd);
 }
