@@ -54,6 +54,9 @@ install(FILES ${STOCKADE_COMPLETIONS_DIR}/stockade.fish
         DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completions.d)
 install(FILES ${STOCKADE_PACKAGING_DIR}/tenants.example.json
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
+# The seccomp profile a container needs to let Stockade build its sandboxes (doctor names it).
+install(FILES ${STOCKADE_PACKAGING_DIR}/kubernetes/seccomp-stockade-nested.json
+        DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/stockade)
 install(FILES ${STOCKADE_PACKAGING_DIR}/copyright ${changelog_gz} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # Where the prefix decides the place, decided at install time (CPack installs a tree configured
 # for /usr/local with the prefix /usr): a package's zsh completions go to vendor-completions, its

@@ -45,6 +45,7 @@ verbs=$("$stockade" --help | sed -n '/^Subcommands:$/,/^$/p' | grep -oE '^  [a-z
     echo ./usr/share/fish/vendor_completions.d/stockade.fish
     echo ./lib/systemd/system/stockade-http.service
     echo ./usr/share/doc/stockade/examples/tenants.example.json
+    echo ./usr/share/stockade/seccomp-stockade-nested.json
     echo ./usr/share/doc/stockade/copyright
     echo ./usr/share/doc/stockade/changelog.gz
     echo ./usr/share/lintian/overrides/stockade
