@@ -15,8 +15,11 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include <fmt/format.h>
@@ -338,6 +341,25 @@ void probe_seccomp(HostFeatures& f) {
                         : "");
 }
 
+// Whether the status text of a process ("Seccomp:\t2") says it runs under a seccomp filter.
+bool status_says_filtered(std::string_view status) {
+    constexpr std::string_view kKey = "\nSeccomp:";
+    const size_t at = status.find(kKey);
+    if (at == std::string_view::npos) {
+        return false;
+    }
+    std::string_view rest = status.substr(at + kKey.size());
+    rest.remove_prefix(std::min(rest.find_first_not_of(" \t"), rest.size()));
+    return rest.starts_with("2");
+}
+
+void probe_caller_seccomp(HostFeatures& f) {
+    std::ifstream in("/proc/self/status");
+    std::ostringstream text;
+    text << "\n" << in.rdbuf();
+    f.caller_seccomp_filtered = status_says_filtered(text.str());
+}
+
 void probe_pidfd_clone3(HostFeatures& f) {
     // glibc 2.36's <sys/pidfd.h> lacks extern "C" for C++, hence the raw syscall.
     int fd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
@@ -484,10 +506,21 @@ std::optional<Gap> landlock_gap(const HostFeatures& f) {
 }
 
 std::optional<Gap> namespaces_gap(const HostFeatures& f) {
-    constexpr std::string_view kFix =
+    constexpr std::string_view kHostFix =
         "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
         "user.max_user_namespaces>0, and on Ubuntu >= 23.10 "
         "kernel.apparmor_restrict_unprivileged_userns=0), or use --isolation=landlock";
+    // Under a seccomp filter already (a container's, or a service manager's), that filter and a
+    // masked /proc may be what refuses, not the host.
+    constexpr std::string_view kContainerFix =
+        "this process runs under a seccomp filter already (a container's or a service "
+        "manager's), which may refuse what a sandbox is built with: in a container, run it with "
+        "Stockade's seccomp profile (/usr/share/stockade/seccomp-stockade-nested.json; podman "
+        "--security-opt seccomp=FILE, Kubernetes seccompProfile type Localhost) and an unmasked "
+        "/proc (podman --security-opt unmask=ALL, Kubernetes procMount: Unmasked); on a host, "
+        "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
+        "user.max_user_namespaces>0); or use --isolation=landlock";
+    const std::string_view fix = f.caller_seccomp_filtered ? kContainerFix : kHostFix;
     struct Need {
         bool ok;
         std::string_view name;
@@ -505,7 +538,7 @@ std::optional<Gap> namespaces_gap(const HostFeatures& f) {
     for (const Need& need : needs) {
         if (!need.ok) {
             return Gap{fmt::format("{}: {}", need.name, or_default(need.reason, "not available")),
-                       std::string(kFix)};
+                       std::string(fix)};
         }
     }
     // The mount view already confines the sandbox; Landlock is added where the kernel has it.
@@ -521,9 +554,16 @@ std::optional<Gap> full_gap(const HostFeatures& f) {
         return gap;
     }
     if (!f.cgroups.usable()) {
-        return Gap{fmt::format("cgroups: {}", or_default(f.cgroups.reason,
-                                                         "memory and pids "
-                                                         "controllers unavailable")),
+        const std::string cause = fmt::format(
+            "cgroups: {}", or_default(f.cgroups.reason, "memory and pids controllers unavailable"));
+        if (f.caller_seccomp_filtered) {
+            return Gap{cause,
+                       "in a container, the container's own cgroup limits (a pod's resources) "
+                       "bound every sandbox together, and each sandbox has rlimits inside; full "
+                       "needs a cgroup the container may write (a delegated cgroup v2 "
+                       "subtree), else use --isolation=namespaces"};
+        }
+        return Gap{cause,
                    "run stockade as root, or on a cgroup v2 host inside a delegated cgroup "
                    "(systemd-run --user --scope -p Delegate=yes stockade ...), or use "
                    "--isolation=namespaces (rlimits instead of cgroup limits)"};
@@ -572,6 +612,7 @@ HostFeatures probe_host_features() {
     HostFeatures f;
     probe_namespaces(f);
     probe_seccomp(f);
+    probe_caller_seccomp(f);
     f.landlock = probe_landlock();
     f.cgroups = probe_cgroups();
     probe_idmap(f);
@@ -589,6 +630,7 @@ HostFeatures probe_host_features_without_children() {
     f.user_ns = f.mount_ns = f.pid_ns = f.net_ns = f.ipc_uts_cgroup_ns = true;
     f.proc_mount = f.pivot_root = true;
     probe_seccomp(f);
+    probe_caller_seccomp(f);
     f.landlock = probe_landlock();
     f.cgroups = probe_cgroups();
     f.idmap_required = privileged_caller();

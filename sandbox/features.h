@@ -51,6 +51,10 @@ struct HostFeatures {
     std::string pidfd_reason{};
     bool clone3 = false;
     std::string clone3_reason{};
+    // This process already runs under a seccomp filter ("Seccomp: 2" in /proc/self/status): a
+    // container's, whose profile decides which namespace and mount calls Stockade may make.
+    // It changes the fix a missing level names, not the level.
+    bool caller_seccomp_filtered = false;
 
     // One line per probe, in a fixed order; a failed check always carries its reason.
     [[nodiscard]] std::vector<FeatureCheck> checks() const;

@@ -4,6 +4,7 @@
 #include "sandbox/launcher.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,6 +103,17 @@ int last_capability() {
         return text ? std::atoi(text->c_str()) : 40;
     }();
     return cap;
+}
+
+// Whether this process may call setgroups: not in a user namespace whose setgroups file says
+// "deny" (`unshare --map-root-user` writes it), where no namespace below may either. Its
+// sandboxes then keep the supplementary groups the caller has, as an unprivileged caller's do.
+bool setgroups_allowed() {
+    static const bool allowed = [] {
+        auto text = read_file("/proc/self/setgroups", 64);
+        return !text || !text->starts_with("deny");
+    }();
+    return allowed;
 }
 
 // Compiled once per process and socket policy: the filter depends on nothing else.
@@ -483,7 +496,7 @@ Status prepare_child_plan(const SandboxSpec& spec, ChildPlan& plan) {
     plan.exec_fd = spec.exec_fd;
     plan.pass_fds = spec.pass_fds;
     plan.stdio = spec.stdio;
-    plan.drop_groups = root && sandboxed;
+    plan.drop_groups = root && sandboxed && setgroups_allowed();
     plan.set_ids = userns || (root && sandboxed);
     plan.uid = userns ? spec.identity.sandbox_uid : spec.identity.host_uid;
     plan.gid = userns ? spec.identity.sandbox_gid : spec.identity.host_gid;
@@ -623,6 +636,24 @@ Result<std::vector<UniqueFd>> prepare_bind_trees(const SandboxSpec& spec, ChildP
         ASSIGN_OR_RETURN(UniqueFd ns, make_userns_fd(st.st_uid, spec.identity.host_uid, st.st_gid,
                                                      spec.identity.host_gid));
         auto tree = make_idmapped_tree(op.data, source_fd, ns.get());
+        if (!tree && tree.error().sys_errno == EINVAL) {
+            // The file system refuses idmapped mounts: overlayfs, a container's own root, on
+            // older kernels and under user namespaces.
+            struct statfs fs {};
+            const bool overlay = (source_fd >= 0 ? ::fstatfs(source_fd, &fs)
+                                                 : ::statfs(op.data.c_str(), &fs)) == 0 &&
+                                 fs.f_type == OVERLAYFS_SUPER_MAGIC;
+            return Error{
+                Errc::kUnavailable,
+                fmt::format("present \"{}\" with its owner: its file system{} refuses "
+                            "idmapped mounts, so a root supervisor cannot show it to the "
+                            "sandbox user as that user's. Put it on a volume (podman -v, "
+                            "a Kubernetes emptyDir or PersistentVolumeClaim), or run "
+                            "stockade as {}, not as root",
+                            op.data, overlay ? " (overlayfs, a container's own root)" : "",
+                            st.st_uid == 0 ? std::string("an unprivileged user who owns it")
+                                           : fmt::format("its owner (uid {})", st.st_uid))};
+        }
         if (!tree) {
             return std::move(tree).error().wrap(
                 "present the workspace with its owner (idmapped mount)");

@@ -4,6 +4,12 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "common/parse.h"
@@ -36,6 +42,89 @@ Result<HostIdRange> parse_host_id_range(std::string_view text) {
     }
     return HostIdRange{.first = static_cast<uid_t>(*first),
                        .count = static_cast<uid_t>(*last - *first + 1)};
+}
+
+namespace {
+
+struct Extent {
+    uint64_t first = 0;  // inside the namespace
+    uint64_t count = 0;
+};
+
+Result<std::vector<Extent>> parse_id_map(std::string_view text) {
+    std::vector<Extent> extents;
+    while (!text.empty()) {
+        const size_t end = text.find('\n');
+        std::string_view line = text.substr(0, end);
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        std::vector<uint64_t> fields;
+        while (!line.empty()) {
+            line.remove_prefix(std::min(line.find_first_not_of(" \t"), line.size()));
+            const size_t stop = std::min(line.find_first_of(" \t"), line.size());
+            if (stop == 0) {
+                break;
+            }
+            auto value = parse_uint(line.substr(0, stop), 0, 0xffffffffU);
+            if (!value) {
+                return Error{Errc::kInvalidArgument, "an id map line is not three numbers"};
+            }
+            fields.push_back(*value);
+            line.remove_prefix(stop);
+        }
+        if (fields.empty()) {
+            continue;
+        }
+        if (fields.size() != 3 || fields[2] == 0) {
+            return Error{Errc::kInvalidArgument, "an id map line is not three numbers"};
+        }
+        extents.push_back(Extent{fields[0], fields[2]});
+    }
+    return extents;
+}
+
+}  // namespace
+
+Result<std::optional<HostIdRange>> ids_inside_own_map(std::string_view uid_map,
+                                                      std::string_view gid_map) {
+    ASSIGN_OR_RETURN(std::vector<Extent> uids, parse_id_map(uid_map));
+    ASSIGN_OR_RETURN(std::vector<Extent> gids, parse_id_map(gid_map));
+    auto maps_all = [](const std::vector<Extent>& map) {
+        return std::any_of(map.begin(), map.end(), [](const Extent& e) {
+            return e.first == 0 && e.count >= 0xffffffffULL;
+        });
+    };
+    if (uids.empty() || gids.empty() || (maps_all(uids) && maps_all(gids))) {
+        return std::optional<HostIdRange>();
+    }
+    // The largest run of ids below 65534 that both maps hold.
+    constexpr uint64_t kNobody = 65534;
+    Extent best;
+    for (const Extent& u : uids) {
+        for (const Extent& g : gids) {
+            const uint64_t first = std::max(u.first, g.first);
+            const uint64_t end = std::min({u.first + u.count, g.first + g.count, kNobody});
+            if (end > first && end - first > best.count) {
+                best = Extent{first, end - first};
+            }
+        }
+    }
+    if (best.count < 6) {
+        return std::optional<HostIdRange>(HostIdRange{.first = 0, .count = 0});
+    }
+    const uint64_t half = best.count / 2;
+    return std::optional<HostIdRange>(HostIdRange{.first = static_cast<uid_t>(best.first + half),
+                                                  .count = static_cast<uid_t>(best.count - half)});
+}
+
+std::optional<HostIdRange> ids_inside_own_map() {
+    auto read = [](const char* path) {
+        std::ifstream in(path);
+        std::ostringstream text;
+        text << in.rdbuf();
+        return text.str();
+    };
+    auto ids = ids_inside_own_map(read("/proc/self/uid_map"), read("/proc/self/gid_map"));
+    return ids ? *ids : std::nullopt;
 }
 
 Result<HostIdLease> lease_host_id(uid_t first, uid_t count, const std::string& lock_dir) {

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -44,6 +45,23 @@ std::string host_id_range_text(const HostIdRange& range);
 // "FIRST-LAST" (inclusive, both above 0 and below 2^32-1); empty: the default range.
 // kInvalidArgument with the fix for anything else.
 Result<HostIdRange> parse_host_id_range(std::string_view text);
+
+// The ids a root caller may hand its sandboxes when it runs inside a user namespace that maps
+// fewer than all of them (a container's: rootless podman, Kubernetes' hostUsers: false, `unshare
+// --map-root-user`): the host ids above are then outside its map, and the kernel refuses to map
+// a sandbox's user to them. Read from the texts of /proc/self/uid_map and gid_map:
+//   nullopt   the caller's namespace maps every id (the initial one), or a map is empty (no
+//             /proc to read): the defaults above hold;
+//   a range   the upper half of the largest run of ids mapped in both, below 65534 (nobody):
+//             "0 200000 65536" gives 32767-65533, ids the container's own users are unlikely
+//             to run as;
+//   count 0   too few ids are mapped to spare three (one for `run`, one for a stored image's
+//             root, one for a session): the caller runs its sandboxes as itself.
+// kInvalidArgument for a text that is not a map.
+Result<std::optional<HostIdRange>> ids_inside_own_map(std::string_view uid_map,
+                                                      std::string_view gid_map);
+// The same for this process.
+std::optional<HostIdRange> ids_inside_own_map();
 
 // The first id of [first, first + count) that no live lease holds. kResourceExhausted when
 // every one is taken; the lock directory is created (0700) when missing.

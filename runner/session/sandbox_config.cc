@@ -84,11 +84,31 @@ CallerContext current_caller() {
     caller.euid = ::geteuid();
     caller.egid = ::getegid();
     caller.privileged = privileged_caller();  // root with CAP_SYS_ADMIN
+    if (caller.privileged) {
+        caller.own_map_ids = ids_inside_own_map();
+        // Root of a namespace that maps no id to spare runs its sandboxes as itself.
+        caller.privileged = !caller.own_map_ids || caller.own_map_ids->count > 0;
+    }
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
         caller.environ.emplace_back(*e);
     }
     caller.tty_fds = terminal_fds();
     return caller;
+}
+
+uid_t run_host_id(const CallerContext& caller) {
+    return caller.own_map_ids ? caller.own_map_ids->last() : kDefaultHostUid;
+}
+
+uid_t image_root_host_id(const CallerContext& caller) {
+    return caller.own_map_ids ? caller.own_map_ids->last() - 1 : kImageRootHostId;
+}
+
+HostIdRange session_host_ids(const CallerContext& caller) {
+    if (!caller.own_map_ids) {
+        return HostIdRange{};
+    }
+    return HostIdRange{.first = caller.own_map_ids->first, .count = caller.own_map_ids->count - 2};
 }
 
 void apply_hosted_quotas(SandboxLimits& limits) {
@@ -241,8 +261,10 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     // Identity: never host root. Privileged callers map the sandbox user to a dedicated host id
     // and see writable binds through idmapped mounts; others map their own uid.
     const bool privileged = caller.privileged;
-    spec.identity.host_uid = privileged ? config.host_uid.value_or(kDefaultHostUid) : caller.euid;
-    spec.identity.host_gid = privileged ? config.host_gid.value_or(kDefaultHostGid) : caller.egid;
+    spec.identity.host_uid =
+        privileged ? config.host_uid.value_or(run_host_id(caller)) : caller.euid;
+    spec.identity.host_gid =
+        privileged ? config.host_gid.value_or(run_host_id(caller)) : caller.egid;
     if (privileged && (spec.identity.host_uid == 0 || spec.identity.host_gid == 0)) {
         return Error{
             Errc::kInvalidArgument,
@@ -256,12 +278,18 @@ Result<SandboxSpec> make_sandbox_spec(const SandboxConfig& config, const CallerC
     }
     if (privileged && config.image.stored() && !config.image.build_root && !config.sandbox_root) {
         // The image's root-owned files are root's inside, through an id no process runs as.
-        spec.identity.image_root_host_id = kImageRootHostId;
+        spec.identity.image_root_host_id = image_root_host_id(caller);
     }
-    if (privileged && level == Isolation::kLandlock && config.workspace_uid != 0) {
-        // No mount namespace, so no idmapped mount: run as the workspace's owner.
+    // No idmapped mount: without a mount namespace, or inside a container's user namespace,
+    // where the kernel idmaps no file system the container did not mount itself. The sandbox
+    // user is then the workspace's owner, so that what it writes there is that owner's.
+    const bool no_idmap = level == Isolation::kLandlock || caller.own_map_ids.has_value();
+    if (privileged && no_idmap && config.workspace_uid != 0) {
         spec.identity.host_uid = config.workspace_uid;
         spec.identity.host_gid = config.workspace_gid;
+    }
+    if (privileged && caller.own_map_ids) {
+        spec.idmap_writable_binds = false;
     }
 
     // The root: the workspace and the binds at their own paths, then the image around them.

@@ -21,6 +21,7 @@
 #include "common/result.h"
 #include "images/image.h"
 #include "network/address.h"
+#include "runner/session/host_ids.h"
 #include "sandbox/spec.h"
 
 namespace stockade::runner {
@@ -49,12 +50,23 @@ struct CallerContext {
     // and writable binds are idmapped. Every other caller, root without CAP_SYS_ADMIN included,
     // maps its own uid.
     bool privileged = false;
+    // The ids a privileged caller hands its sandboxes when its user namespace maps only some
+    // (ids_inside_own_map: a container's); nullopt: every id, and the constants above hold.
+    // current_caller() counts a caller whose map spares none as unprivileged.
+    std::optional<HostIdRange> own_map_ids;
     std::vector<std::string> environ;  // "NAME=VALUE"
     std::array<bool, 3> tty_fds{};
     uint64_t memory_bytes = 0;  // the host's RAM (sysinfo), for the default memory limit
 };
 
 CallerContext current_caller();
+
+// The host ids a privileged caller's sandboxes map to: `stockade run`'s sandbox user, a stored
+// image's root, and the range sessions lease from. The constants above, or within own_map_ids:
+// its last id, the one below, and the rest.
+uid_t run_host_id(const CallerContext& caller);
+uid_t image_root_host_id(const CallerContext& caller);
+HostIdRange session_host_ids(const CallerContext& caller);
 
 // --memory, --pids, --cpu, --tmp-size as values; nullopt: the default.
 struct SandboxLimits {

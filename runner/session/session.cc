@@ -159,7 +159,7 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
     // A privileged supervisor gives the session a host uid of its own: the kernel's per-user
     // counts that its sandbox draws on are then never another session's.
     if (caller.privileged && !worker.host_uid) {
-        const HostIdRange range = config.host_uid_range.value_or(HostIdRange{});
+        const HostIdRange range = config.host_uid_range.value_or(session_host_ids(caller));
         ASSIGN_OR_RETURN(session->host_id_,
                          lease_host_id(range.first, range.count, kHostIdLockDir));
         worker.host_uid = session->host_id_.id();

@@ -171,6 +171,27 @@ TEST_F(RunTest, GitConfigAndHooksAreReadOnlyUnlessAskedOtherwise) {
     EXPECT_THAT(read_file_text(git + "/config").value_or(""), HasSubstr("# mine"));
 }
 
+// --- nested in a user namespace ----------------------------------------------------------------
+
+// Root of a user namespace that maps one id and denies setgroups (`unshare --map-root-user`, a
+// rootless container's root): nothing to spare for a sandbox user of its own and no setgroups,
+// so the sandbox runs as the caller, at the level the host gives, and does not exit 125.
+TEST_F(RunTest, RunsInsideAUserNamespaceOfOneIdThatDeniesSetgroups) {
+    SKIP_WITHOUT_NAMESPACES();
+    RunConfig config;
+    config.cwd = workspace_;
+    std::vector<std::string> argv{"/usr/bin/unshare", "--user", "--map-root-user", stockade_path()};
+    const std::vector<std::string> args =
+        run_args({}, {"/bin/sh", "-c", "id -u; echo made > made-nested"});
+    argv.insert(argv.end(), args.begin(), args.end());
+    RunResult nested = run_process(argv, config);
+    ASSERT_THAT(nested, ExitsWith(0));
+    EXPECT_EQ(nested.out, "1000\n");
+    struct stat st {};
+    ASSERT_EQ(::stat((workspace_ + "/made-nested").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, ::geteuid()) << "the caller's file, on the host";
+}
+
 // --- exit status and streams ------------------------------------------------------------------
 
 TEST_F(RunTest, ExitStatusOfTheCommandIsPassedThrough) {

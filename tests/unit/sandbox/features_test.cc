@@ -262,6 +262,25 @@ TEST(HostFeaturesTest, AutoShortfallNamesWhyTheStrongerLevelIsMissing) {
     EXPECT_EQ(auto_shortfall(Isolation::kNone, without_landlock()), "");
 }
 
+// In a container (the caller already under a seccomp filter), the fix names the container's
+// settings first: its seccomp profile and masked /proc are what refuse there.
+TEST(HostFeaturesTest, InAContainerTheFixNamesTheContainersSettings) {
+    HostFeatures masked = proc_masked();
+    masked.caller_seccomp_filtered = true;
+    const std::string shortfall = auto_shortfall(Isolation::kLandlock, masked);
+    EXPECT_THAT(shortfall, AllOf(StartsWith("namespaces isolation is not available: new /proc: "),
+                                 HasSubstr("seccomp-stockade-nested.json"),
+                                 HasSubstr("procMount: Unmasked"), HasSubstr("unmask=ALL")));
+    EXPECT_THAT(auto_shortfall(Isolation::kLandlock, proc_masked()),
+                AllOf(HasSubstr("sysctl"), Not(HasSubstr("seccomp-stockade-nested.json"))));
+
+    HostFeatures nested = without_cgroups();
+    nested.caller_seccomp_filtered = true;
+    EXPECT_THAT(auto_shortfall(Isolation::kNamespaces, nested),
+                AllOf(HasSubstr("container's own cgroup limits"),
+                      HasSubstr("--isolation=namespaces"), Not(HasSubstr("systemd-run"))));
+}
+
 TEST(HostFeaturesTest, IdmapIsNotNeededForUnprivilegedCallers) {
     HostFeatures f = everything();
     f.idmapped_mounts = false;

@@ -65,5 +65,48 @@ TEST(HostIdRangeTest, ParsesFirstLastAndRefusesTheRest) {
     }
 }
 
+// The initial namespace maps every id: the default ranges hold.
+TEST(IdsInsideOwnMapTest, TheInitialNamespaceKeepsTheDefaults) {
+    auto ids = ids_inside_own_map("         0          0 4294967295\n",
+                                  "         0          0 4294967295\n");
+    ASSERT_TRUE(ids);
+    EXPECT_FALSE(ids->has_value());
+    auto unread = ids_inside_own_map("", "");
+    ASSERT_TRUE(unread);
+    EXPECT_FALSE(unread->has_value());
+}
+
+// A container's map (podman --uidmap 0:200000:65536, Kubernetes hostUsers: false): the upper
+// half of what it maps, below nobody (65534).
+TEST(IdsInsideOwnMapTest, AContainersMapSparesTheUpperHalfBelowNobody) {
+    auto ids = ids_inside_own_map("         0     200000      65536\n",
+                                  "         0     200000      65536\n");
+    ASSERT_TRUE(ids && ids->has_value());
+    EXPECT_EQ((*ids)->first, 32767U);
+    EXPECT_EQ((*ids)->last(), 65533U);
+}
+
+// Only ids both maps hold are spared, from the largest run they share.
+TEST(IdsInsideOwnMapTest, OnlyIdsBothMapsHoldAreSpared) {
+    auto ids = ids_inside_own_map("0 1000 1\n1 100000 65536\n", "0 1000 1\n1 100000 1001\n");
+    ASSERT_TRUE(ids && ids->has_value());
+    EXPECT_EQ((*ids)->first, 501U);
+    EXPECT_EQ((*ids)->last(), 1001U);
+}
+
+// `unshare --map-root-user` maps one id: nothing to spare, the caller runs sandboxes as itself.
+TEST(IdsInsideOwnMapTest, AOneIdMapSparesNone) {
+    auto ids = ids_inside_own_map("         0       1000          1\n",
+                                  "         0       1000          1\n");
+    ASSERT_TRUE(ids && ids->has_value());
+    EXPECT_EQ((*ids)->count, 0U);
+}
+
+TEST(IdsInsideOwnMapTest, ATextThatIsNotAMapIsAnError) {
+    EXPECT_THAT(ids_inside_own_map("0 1000\n", "0 1000 1\n"), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(ids_inside_own_map("0 x 1\n", "0 1000 1\n"), HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(ids_inside_own_map("0 1000 0\n", "0 1000 1\n"), HasErrc(Errc::kInvalidArgument));
+}
+
 }  // namespace
 }  // namespace stockade::runner

@@ -238,6 +238,35 @@ TEST(MakeSandboxSpecTest, TheLevelDecidesLandlocksReadsAndAPrivilegedCallersIds)
     EXPECT_EQ(landlock->identity.host_gid, 4343U);
 }
 
+// Root inside a container's user namespace (podman --uidmap, Kubernetes hostUsers: false) maps
+// its sandboxes to ids its own map holds: the defaults lie outside it, and the kernel would
+// refuse them.
+TEST(MakeSandboxSpecTest, RootInAContainersNamespaceMapsSandboxesInsideItsOwnMap) {
+    SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
+    config.image =
+        images::Image{.name = "stored", .tree = images::HeldTree{.dir = workspace_dir()}};
+    CallerContext root = root_caller();
+    root.own_map_ids = HostIdRange{.first = 32767, .count = 32767};
+    config.workspace_uid = 0;
+    config.workspace_gid = 0;
+    auto spec = make_sandbox_spec(config, root, Isolation::kFull);
+    ASSERT_THAT(spec, IsOk());
+    EXPECT_EQ(spec->identity.host_uid, 65533U);
+    EXPECT_EQ(spec->identity.host_gid, 65533U);
+    EXPECT_EQ(spec->identity.image_root_host_id, 65532U);
+    EXPECT_FALSE(spec->idmap_writable_binds) << "a container's namespace idmaps no host mount";
+
+    // A workspace of an unprivileged owner: the sandbox user is that owner, as at landlock.
+    config.workspace_uid = 1000;
+    config.workspace_gid = 1001;
+    auto owned = make_sandbox_spec(config, root, Isolation::kFull);
+    ASSERT_THAT(owned, IsOk());
+    EXPECT_EQ(owned->identity.host_uid, 1000U);
+    EXPECT_EQ(owned->identity.host_gid, 1001U);
+    EXPECT_EQ(session_host_ids(root), (HostIdRange{.first = 32767, .count = 32765}));
+    EXPECT_EQ(session_host_ids(root_caller()), HostIdRange{});
+}
+
 TEST(MakeSandboxSpecTest, AStoredImagesRootIsRootInsideOnlyForAPrivilegedCaller) {
     SandboxConfig config = config_of(CommandProcess{.argv = {"true"}});
     config.image =
