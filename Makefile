@@ -21,7 +21,7 @@ RELEASE_DEPS_STAMP := $(RELEASE_DIR)/.deps-installed
 PREFIX ?= /usr/local
 
 .PHONY: all deps release-deps e2e-deps agents-deps conformance-deps build release run install \
-        uninstall deb test unit integration e2e agents fuzz-build bench format tidy clean
+        uninstall deb test unit integration podman image e2e agents fuzz-build bench format tidy clean
 
 all: build
 
@@ -135,6 +135,14 @@ agents: build agents-deps
 
 integration: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L 'integration|security' --no-tests=error
+
+# The container image and what runs it (slow: two image builds from Debian's archive).
+podman: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L podman --no-tests=error
+
+# Stockade's container image as an OCI layout in build/oci (packaging/oci/build.sh).
+image: build
+	packaging/oci/build.sh --build-dir $(BUILD_DIR) --out $(BUILD_DIR)/oci
 
 bench: build
 	bench/startup.sh
