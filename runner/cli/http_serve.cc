@@ -24,6 +24,7 @@
 #include "runner/cli/exit_codes.h"
 #include "runner/cli/image_command.h"
 #include "runner/cli/serve_command.h"
+#include "runner/host/pod_backend.h"
 #include "runner/host/tenant_backend.h"
 #include "runner/mcp/http_server.h"
 #include "runner/session/state_dir.h"
@@ -31,6 +32,12 @@
 namespace stockade::runner {
 
 namespace {
+
+// --pod's defaults: the whole drain (Kubernetes' terminationGracePeriodSeconds is 30 by default),
+// what of it is kept for ending the sessions, and how long a bound pod may sit idle.
+constexpr std::chrono::seconds kPodDrain{20};
+constexpr std::chrono::milliseconds kPodDrainReserve{2000};
+constexpr std::chrono::seconds kPodIdleTtl{1800};
 
 Result<std::string> read_text(const std::string& path, std::string_view what) {
     std::ifstream in(path);
@@ -99,12 +106,21 @@ int http_serve_command(const ServeOptions& options) {
     http.allowed_origins = options.allowed_origins;
     http.handle_signals = true;
     http.auth = !options.no_auth;
+    if (options.pod) {
+        // Kubernetes kills the pod terminationGracePeriodSeconds (30 by default) after SIGTERM:
+        // the whole drain fits in --drain, which must stay below it.
+        http.drain = kPodDrain;
+    }
     if (!options.drain.empty()) {
         try {
             http.drain = std::chrono::seconds(std::stoul(options.drain));
         } catch (const std::exception&) {
             return fail("--drain \"" + options.drain + "\": give a number of seconds", kExitUsage);
         }
+    }
+    if (options.pod) {
+        http.drain_reserve = std::min<std::chrono::milliseconds>(kPodDrainReserve, http.drain / 2);
+        http.token_header = true;  // agent-sandbox's router strips Authorization
     }
     http.mcp.version = std::string(kVersion);
     http.mcp.instructions =
@@ -117,15 +133,56 @@ int http_serve_command(const ServeOptions& options) {
             "--no-auth",
             kExitUsage);
     }
-    if (!options.no_auth && options.tenants.empty() && options.token_file.empty()) {
+    if (options.pod) {
+        if (!options.tenants.empty() || !options.token_file.empty()) {
+            return fail(
+                "--pod serves the one tenant its binding names, with the token hashes the "
+                "binding gives (token_sha256): drop --tenants and --token-file",
+                kExitUsage);
+        }
+        if (!options.workspace.empty()) {
+            return fail(
+                "--pod: the tenant's workspace root comes with its binding (workspace_root): "
+                "drop --workspace",
+                kExitUsage);
+        }
+        if (!options.no_auth && options.admin_token_file.empty()) {
+            return fail(
+                "--pod needs --admin-token-file FILE: the platform binds the pod with POST "
+                "/admin/bind and a token whose SHA-256 is in FILE (a mounted Secret; make it "
+                "with `stockade token hash`), and reads /admin/pod and /metrics with it; or "
+                "--no-auth on a loopback address, for tests",
+                kExitUsage);
+        }
+    } else {
+        for (const auto& [set, flag] :
+             {std::pair{!options.bind_file.empty(), "--bind-file"},
+              std::pair{!options.pod_idle_ttl.empty(), "--pod-idle-ttl"}}) {
+            if (set) {
+                return fail(fmt::format("{} is for a pod: add --pod, or drop {}", flag, flag),
+                            kExitUsage);
+            }
+        }
+    }
+    if (!options.pod && !options.no_auth && options.tenants.empty() && options.token_file.empty()) {
         return fail(
             "--http needs tokens: --token-file FILE (SHA-256 hashes, one per line; make "
             "one with `stockade token hash`), --tenants FILE, or --no-auth on a loopback "
             "address",
             kExitUsage);
     }
+    std::chrono::seconds pod_idle_ttl = kPodIdleTtl;
+    if (!options.pod_idle_ttl.empty()) {
+        auto parsed = parse_duration_text(options.pod_idle_ttl);
+        if (!parsed) {
+            return fail(fmt::format("--pod-idle-ttl: {}", parsed.error().message), kExitUsage);
+        }
+        pod_idle_ttl = *parsed;
+    }
     TenantsConfig config;
-    if (!options.tenants.empty()) {
+    if (options.pod) {
+        // The tenant comes with the binding.
+    } else if (!options.tenants.empty()) {
         auto loaded = load_tenants(options.tenants);
         if (!loaded) {
             return fail(loaded.error().message, kExitUsage);
@@ -167,20 +224,40 @@ int http_serve_command(const ServeOptions& options) {
     if (!base) {
         return fail(base.error().message, kExitUsage);
     }
-    auto opened = TenantBackend::open(
-        HostConfig{.tenants = std::move(config),
-                   .state = std::move(state).value(),
-                   .admin = std::move(admin),
-                   .base = std::move(base).value(),
-                   .from_file = !options.tenants.empty(),
-                   .no_auth = options.no_auth,
-                   .image_store = image_store_dir(options.sandbox.image_store)});
-    if (!opened) {
-        return fail(opened.error().message,
-                    opened.error().code == Errc::kInvalidArgument ? kExitUsage : kExitSetupFailed);
+    HostConfig host{.tenants = std::move(config),
+                    .state = std::move(state).value(),
+                    .admin = std::move(admin),
+                    .base = std::move(base).value(),
+                    .from_file = options.pod || !options.tenants.empty(),
+                    .no_auth = options.no_auth,
+                    .image_store = image_store_dir(options.sandbox.image_store)};
+    std::unique_ptr<mcp::HttpBackend> backend;
+    std::string serving;  // what the "listening on" line says it serves
+    if (options.pod) {
+        auto pod = PodBackend::open(PodConfig{.host = std::move(host),
+                                              .idle_ttl = pod_idle_ttl,
+                                              .bind_file = options.bind_file,
+                                              .announce = [](const std::string& text) {
+                                                  announce(spdlog::level::info, text);
+                                              }});
+        serving = pod->bound() != nullptr
+                      ? "pod, bound to tenant " + pod->bound()->tenants().front().name
+                      : fmt::format("pod, not bound to a tenant yet: POST /admin/bind{}",
+                                    options.bind_file.empty() ? "" : " or write --bind-file");
+        backend = std::move(pod);
+    } else {
+        auto opened = TenantBackend::open(std::move(host));
+        if (!opened) {
+            return fail(opened.error().message, opened.error().code == Errc::kInvalidArgument
+                                                    ? kExitUsage
+                                                    : kExitSetupFailed);
+        }
+        for (const ServedTenant& tenant : (*opened)->tenants()) {
+            serving += (serving.empty() ? "tenants: " : ", ") + tenant.name;
+        }
+        backend = std::move(opened).value();
     }
-    TenantBackend& backend = **opened;
-    mcp::HttpServer server(backend, http);
+    mcp::HttpServer server(*backend, http);
     if (auto listening = server.listen(); !listening) {
         return fail(listening.error().message, listening.error().code == Errc::kInvalidArgument
                                                    ? kExitUsage
@@ -200,15 +277,11 @@ int http_serve_command(const ServeOptions& options) {
                              "run commands in them. Use it for local tests only.",
                              server.endpoint()));
     }
-    std::string names;
-    for (const ServedTenant& tenant : backend.tenants()) {
-        names += (names.empty() ? "" : ", ") + tenant.name;
-    }
     const bool unix_socket = server.endpoint().starts_with("unix:");
     announce(spdlog::level::info,
-             fmt::format("listening on {}{} (tenants: {})",
+             fmt::format("listening on {}{} ({})",
                          unix_socket ? server.endpoint() : "http://" + server.endpoint(),
-                         unix_socket ? " (path /mcp)" : "/mcp", names));
+                         unix_socket ? " (path /mcp)" : "/mcp", serving));
     auto served = server.run();
     if (!served) {
         return fail(served.error().message, kExitSetupFailed);

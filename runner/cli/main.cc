@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
                       "tokens, one per line (stockade token hash)");
     serve->add_option("--admin-token-file", serve_options.admin_token_file,
                       "With --http: hashes of the operator's tokens, for /metrics and "
-                      "/admin/sessions");
+                      "/admin/sessions (and, with --pod, /admin/bind and /admin/pod)");
     serve->add_flag("--no-auth", serve_options.no_auth,
                     "With --http on a loopback address or unix socket: accept requests without "
                     "a token (tests, local use)");
@@ -243,7 +243,23 @@ int main(int argc, char** argv) {
     serve->add_option("--max-sessions", serve_options.max_sessions,
                       "With --http and no --tenants: sessions open at once (default 64)");
     serve->add_option("--drain", serve_options.drain,
-                      "With --http: seconds running calls may finish after SIGTERM (default 30)");
+                      "With --http: seconds running calls may finish after SIGTERM (default 30); "
+                      "with --pod, seconds from SIGTERM to exit, calls included (default 20): "
+                      "keep it below the pod's terminationGracePeriodSeconds");
+    serve->add_flag("--pod", serve_options.pod,
+                    "With --http: a Kubernetes pod of a warm pool (agent-sandbox), started with "
+                    "no tenant and bound once to one, given as in a tenants file, by POST "
+                    "/admin/bind (needs --admin-token-file) or --bind-file; /mcp answers 503 "
+                    "until then. The tenant's token may come in Stockade-Token: TOKEN, as the "
+                    "router strips Authorization (docs/http.md)");
+    serve->add_option("--bind-file", serve_options.bind_file,
+                      "With --pod: a file (a mounted Secret or ConfigMap) read every second; "
+                      "once it holds a binding, {\"tenant\": {...}, \"expires\": \"...\"}, "
+                      "the pod is bound to it");
+    serve->add_option("--pod-idle-ttl", serve_options.pod_idle_ttl,
+                      "With --pod: a bound pod with no session and no request for this long "
+                      "exits (90s, 30m, 2h; default 30m); it also exits at its binding's "
+                      "expires");
 
     stockade::runner::CallOptions call_options;
     CLI::App* call = app.add_subcommand(

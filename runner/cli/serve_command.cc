@@ -118,7 +118,9 @@ int serve_command(const ServeOptions& options) {
           std::pair{options.no_auth, "--no-auth"},
           std::pair{!options.allowed_hosts.empty(), "--allowed-host"},
           std::pair{!options.allowed_origins.empty(), "--allowed-origin"},
-          std::pair{!options.drain.empty(), "--drain"}}) {
+          std::pair{!options.drain.empty(), "--drain"}, std::pair{options.pod, "--pod"},
+          std::pair{!options.bind_file.empty(), "--bind-file"},
+          std::pair{!options.pod_idle_ttl.empty(), "--pod-idle-ttl"}}) {
         if (set) {
             fmt::print(stderr,
                        "stockade serve: {} is for serve over HTTP: add --http ADDRESS:PORT, or "

@@ -32,6 +32,11 @@ struct ServeOptions {
     std::vector<std::string> allowed_origins{};
     std::string drain{};            // --drain SECONDS: how long running calls may finish on SIGTERM
     std::size_t max_sessions = 64;  // --max-sessions: the default tenant's sessions open at once
+    // --pod: one tenant, bound after the start (runner/host/pod_backend.h); --bind-file FILE,
+    // --pod-idle-ttl DURATION.
+    bool pod = false;
+    std::string bind_file{};
+    std::string pod_idle_ttl{};
 };
 
 // MCP over stdio (serve --http is http_serve_command, runner/cli/http_serve.h).

@@ -28,6 +28,7 @@ using json = nlohmann::json;
 using Keys = std::span<const std::string_view>;
 
 constexpr std::string_view kTopKeys[] = {"tenants"};
+constexpr std::string_view kBindingKeys[] = {"tenant", "expires"};
 constexpr std::string_view kTenantKeys[] = {
     "name",  "token_sha256", "workspace_root", "host_uid_range", "policy", "network",
     "allow", "ask",          "deny",           "limits",         "image"};
@@ -71,8 +72,10 @@ std::optional<Sha256Digest> parse_sha256_hex(std::string_view text) {
     return digest;
 }
 
+}  // namespace
+
 // "90", "90s", "30m", "24h", "7d": a whole number of seconds, minutes, hours or days, > 0.
-Result<std::chrono::seconds> parse_seconds(std::string_view text) {
+Result<std::chrono::seconds> parse_duration_text(std::string_view text) {
     const std::size_t digits = text.find_first_not_of("0123456789");
     const std::string_view unit = digits == std::string_view::npos ? "" : text.substr(digits);
     std::int64_t scale = 0;
@@ -101,6 +104,8 @@ Result<std::chrono::seconds> parse_seconds(std::string_view text) {
     }
     return std::chrono::seconds(static_cast<std::int64_t>(*number) * scale);
 }
+
+namespace {
 
 // One object of the file: its keys checked against those it may have, its values read by kind,
 // each reader leaving the default when the key is absent. Messages name the place:
@@ -246,7 +251,7 @@ public:
         } else {
             return wrong_type(key, "whole seconds or a string such as \"30m\"");
         }
-        auto seconds = parse_seconds(text);
+        auto seconds = parse_duration_text(text);
         if (!seconds) {
             return error(key, seconds.error().message);
         }
@@ -392,9 +397,9 @@ Status parse_limits(const Fields& tenant, TenantLimits& out, const std::string& 
     return ok_status();
 }
 
-// One tenant, on its own; what tenants must not share is checked by parse_config.
-Result<Tenant> parse_tenant(const json& value, std::size_t index) {
-    const std::string position = fmt::format("tenants[{}]", index);
+// One tenant, on its own; what tenants must not share is checked by parse_config. `position`
+// names it in messages until its name is known: "tenants[2]", or "tenant" in a pod's binding.
+Result<Tenant> parse_tenant(const json& value, const std::string& position) {
     if (!value.is_object()) {
         return invalid(fmt::format("{}: must be a table of a tenant's keys ({}), not {}", position,
                                    listed(kTenantKeys), value.type_name()));
@@ -526,7 +531,7 @@ Result<TenantsConfig> parse_config(const json& doc) {
     }
     TenantsConfig config;
     for (std::size_t i = 0; i < list->size(); ++i) {
-        ASSIGN_OR_RETURN(Tenant tenant, parse_tenant((*list)[i], i));
+        ASSIGN_OR_RETURN(Tenant tenant, parse_tenant((*list)[i], fmt::format("tenants[{}]", i)));
         config.tenants.push_back(std::move(tenant));
     }
     RETURN_IF_ERROR(check_apart(config.tenants));
@@ -612,6 +617,54 @@ Result<json> parse_json(std::string_view text) {
 Result<TenantsConfig> parse_tenants(std::string_view text, bool toml) {
     ASSIGN_OR_RETURN(const json doc, toml ? toml_to_json(text) : parse_json(text));
     return parse_config(doc);
+}
+
+Result<PodBinding> parse_pod_binding(std::string_view text) {
+    if (text.size() > kMaxFileBytes) {
+        return invalid(
+            fmt::format("the binding is {} bytes, over the limit of {}: give one "
+                        "tenant, as in a tenants file",
+                        text.size(), kMaxFileBytes));
+    }
+    ASSIGN_OR_RETURN(const json doc, parse_json(text));
+    if (!doc.is_object()) {
+        return invalid(
+            fmt::format("the binding must be an object with the key \"tenant\" (and, optionally, "
+                        "\"expires\"), not {}",
+                        doc.type_name()));
+    }
+    const Fields top(doc, "", "");
+    RETURN_IF_ERROR(top.check_keys(kBindingKeys));
+    const json* tenant = top.find("tenant");
+    if (tenant == nullptr || !tenant->is_object()) {
+        return top.error("tenant",
+                         "give the one tenant this pod serves, as a tenants file has it: "
+                         "{\"name\": \"acme\", \"token_sha256\": [\"<64 hex>\"], "
+                         "\"workspace_root\": \"/workspace\", ...}");
+    }
+    PodBinding binding;
+    ASSIGN_OR_RETURN(binding.tenant, parse_tenant(*tenant, "tenant"));
+    RETURN_IF_ERROR(check_apart({binding.tenant}));  // its own tokens, each once
+    if (const json* expires = top.find("expires"); expires != nullptr) {
+        binding.expires = expires->is_string()
+                              ? parse_utc_time(expires->get_ref<const std::string&>())
+                              : std::nullopt;
+        if (!binding.expires) {
+            return top.error("expires",
+                             "give when the claim ends as a UTC date or time: \"2026-12-31\" or "
+                             "\"2026-12-31T18:00:00Z\", or leave it out");
+        }
+    }
+    return binding;
+}
+
+std::string utc_time_text(std::chrono::sys_seconds time) {
+    const auto day = std::chrono::floor<std::chrono::days>(time);
+    const std::chrono::year_month_day ymd(day);
+    const std::chrono::hh_mm_ss clock(time - day);
+    return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(ymd.year()),
+                       static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                       clock.hours().count(), clock.minutes().count(), clock.seconds().count());
 }
 
 Result<TenantsConfig> load_tenants(const std::string& path) {

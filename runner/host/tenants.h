@@ -93,6 +93,34 @@ Result<TenantsConfig> parse_tenants(std::string_view text, bool toml);
 // Reads and parses FILE (TOML when its name ends in .toml). Errors name the file.
 Result<TenantsConfig> load_tenants(const std::string& path);
 
+// A pod's binding (`serve --pod`, runner/host/pod_backend.h): the body of POST /admin/bind and
+// the text of --bind-file, JSON:
+//   {"tenant": {"name": "acme", "token_sha256": ["<64 hex>"], "workspace_root": "/workspace",
+//               ...every key of a tenant of a tenants file...},
+//    "expires": "2026-12-31T00:00:00Z"}
+// `tenant` is one tenant exactly as a tenants file has it, read by the same code, so every check
+// of a tenant holds; `expires` (optional; "YYYY-MM-DD" or "YYYY-MM-DDTHH:MM:SSZ", UTC) is when
+// the claim that bound the pod ends, and the pod with it. As in a tenants file, a key it does
+// not know or a key given twice is an error.
+struct PodBinding {
+    Tenant tenant;
+    std::optional<std::chrono::sys_seconds> expires;
+
+    bool operator==(const PodBinding&) const = default;
+};
+
+// Parses a binding's JSON text. Every error is one line that names the key and says how to fix
+// it (kInvalidArgument); a token hash is never echoed.
+Result<PodBinding> parse_pod_binding(std::string_view text);
+
+// A duration as the file's idle_ttl and max_lifetime take it: "90" (seconds), "90s", "30m",
+// "24h", "7d", a whole number above 0, at most 3650 days (kInvalidArgument otherwise, quoting
+// the text). serve's --pod-idle-ttl is read with it.
+Result<std::chrono::seconds> parse_duration_text(std::string_view text);
+
+// A time as the file gives one, always in full: "2026-12-31T00:00:00Z".
+std::string utc_time_text(std::chrono::sys_seconds time);
+
 // The text of --token-file: one SHA-256 per line as 64 hex digits (either case); blank lines and
 // lines starting with # are skipped. Errors name the line; a file without a hash is one.
 Result<std::vector<Sha256Digest>> parse_token_hashes(std::string_view text);

@@ -102,6 +102,8 @@ constexpr std::string_view kShuttingDownRefusal =
     "Stockade is shutting down and takes no new sessions or tool calls. Retry in a new session "
     "once the server is back, or on another server.";
 constexpr const char* kShuttingDownRetryAfter = "5";
+// When a client refused because the backend cannot serve /mcp yet may try again.
+constexpr const char* kUnavailableRetryAfter = "5";
 // How long a drain waits, once every session has ended, for their last responses to be written.
 constexpr std::chrono::seconds kDrainFlush{5};
 
@@ -408,8 +410,12 @@ private:
 
     HttpResponse unauthorized(const std::optional<std::string>& token) const {
         HttpResponse response = text_response(
-            401, token ? "The bearer token is not valid for this server.\n"
-                       : "This server needs a bearer token: send Authorization: Bearer TOKEN.\n");
+            401, token                   ? "The bearer token is not valid for this server.\n"
+                 : options_.token_header ? "This server needs a bearer token: send "
+                                           "Authorization: Bearer TOKEN, or Stockade-Token: "
+                                           "TOKEN.\n"
+                                         : "This server needs a bearer token: send "
+                                           "Authorization: Bearer TOKEN.\n");
         response.set(bhttp::field::www_authenticate,
                      token ? R"(Bearer realm="stockade", error="invalid_token")"
                            : R"(Bearer realm="stockade")");
@@ -439,11 +445,17 @@ private:
             std::optional<std::string> why =
                 draining_ ? std::optional<std::string>("draining") : backend_.not_ready();
             HttpResponse reply =
-                why ? text_response(503, *why + "\n") : text_response(200, "ready\n");
+                why ? text_response(503, *why + "\n") : text_response(200, backend_.ready() + "\n");
             co_return co_await write(stream, std::move(reply), request);
         }
         std::optional<std::string> token;
-        if (auto authorization = header(request, "Authorization")) {
+        if (auto ours = options_.token_header ? header(request, "Stockade-Token") : std::nullopt) {
+            token = std::string(http::trim_ows(*ours));
+            if (token->empty()) {
+                HttpResponse reply = unauthorized(std::string());
+                co_return co_await write(stream, std::move(reply), request);
+            }
+        } else if (auto authorization = header(request, "Authorization")) {
             token = http::bearer_token(*authorization);
             if (!token) {
                 HttpResponse reply = unauthorized(std::string());
@@ -462,11 +474,17 @@ private:
             HttpResponse reply = text_response(404, "Not found. The MCP endpoint is /mcp.\n");
             co_return co_await write(stream, std::move(reply), request);
         }
+        if (auto why = backend_.unavailable()) {
+            HttpResponse reply = text_response(503, *why + "\n");
+            reply.set(bhttp::field::retry_after, kUnavailableRetryAfter);
+            co_return co_await write(stream, std::move(reply), request);
+        }
         const HttpTenant* tenant = backend_.authenticate(options_.auth ? token : std::nullopt);
         if (tenant == nullptr) {
             HttpResponse reply = unauthorized(token);
             co_return co_await write(stream, std::move(reply), request);
         }
+        last_request_.store(Clock::now().time_since_epoch().count());
         switch (request.method()) {
             case bhttp::verb::post:
                 co_return co_await post(stream, request, *tenant);
@@ -914,13 +932,34 @@ private:
                                 use_awaitable);
     }
 
-    // Idle sessions and those past their lifetime end.
+    // What the backend is told of the server's state.
+    ServerActivity activity() {
+        ServerActivity state{
+            .now = Clock::now(),
+            .last_request = Clock::time_point(Clock::duration(last_request_.load())),
+            .draining = draining_};
+        for (const auto& [name, gauges] : sessions_.gauges()) {
+            state.sessions += gauges.sessions;
+        }
+        return state;
+    }
+
+    // Idle sessions and those past their lifetime end; the server stops when its backend says
+    // so (HttpBackend::stop_reason).
     awaitable<void> reap_loop() {
         asio::steady_timer timer(ioc_);
         while (!draining_) {
             timer.expires_after(std::chrono::seconds(1));
             boost::system::error_code ec;
             co_await timer.async_wait(asio::redirect_error(use_awaitable, ec));
+            if (draining_) {
+                break;
+            }
+            if (auto why = backend_.stop_reason(activity())) {
+                SPDLOG_LOGGER_WARN(logger(), "http server draining: {}", *why);
+                request_stop();
+                break;
+            }
             for (auto& [session, expired] : sessions_.due(Clock::now())) {
                 SPDLOG_LOGGER_INFO(logger(), "http session {} tenant={} session={}",
                                    expired ? "past its lifetime" : "idle", session->tenant.name,
@@ -938,10 +977,13 @@ private:
         }
     }
 
-    // SIGTERM: running calls get options_.drain to finish, then every session ends: a call
-    // still running is stopped and answered with an error that says so (drain_answer()).
+    // SIGTERM: running calls get options_.drain (less options_.drain_reserve) to finish, then
+    // every session ends: a call still running is stopped and answered with an error that says
+    // so (drain_answer()). With a reserve, the last answers' writing stops at options_.drain.
     awaitable<void> drain() {
-        const auto deadline = Clock::now() + options_.drain;
+        const auto end = Clock::now() + options_.drain;
+        const auto deadline =
+            end - std::min<Clock::duration>(options_.drain_reserve, options_.drain);
         asio::steady_timer timer(ioc_);
         for (;;) {
             std::size_t running = 0;
@@ -969,7 +1011,10 @@ private:
         }
         // Let the responses that just ended write their last bytes; a client that does not
         // read them is not waited for long.
-        const auto flushed = Clock::now() + kDrainFlush;
+        auto flushed = Clock::now() + kDrainFlush;
+        if (options_.drain_reserve.count() > 0) {
+            flushed = std::min(flushed, end);  // the drain is over by `drain`, whatever is left
+        }
         while (responding_.load() > 0 && Clock::now() < flushed) {
             timer.expires_after(std::chrono::milliseconds(20));
             boost::system::error_code ec;
@@ -980,11 +1025,14 @@ private:
 
     // The answer of a call the drain stopped.
     [[nodiscard]] std::string drain_answer() const {
+        const std::chrono::duration<double> given =
+            options_.drain -
+            std::min<std::chrono::milliseconds>(options_.drain_reserve, options_.drain);
         return fmt::format(
-            "Stockade is shutting down: this call was still running when the {} s given to "
+            "Stockade is shutting down: this call was still running when the {:g} s given to "
             "running calls ran out, so it was stopped and its processes killed; it may have done "
             "part of its work. Retry it in a new session once the server is back.",
-            options_.drain.count());
+            given.count());
     }
 
     // ---- operator endpoints --------------------------------------------------------------------
@@ -992,7 +1040,8 @@ private:
     HttpResponse admin(const HttpRequest& request, std::string_view path) {
         if (path == "/metrics" && request.method() == bhttp::verb::get) {
             HttpResponse response = text_response(
-                200, metrics_.render(sessions_.gauges(), backend_.usage(), draining_));
+                200, metrics_.render(sessions_.gauges(), backend_.usage(), draining_) +
+                         backend_.metrics());
             response.set(bhttp::field::content_type, "text/plain; version=0.0.4");
             return response;
         }
@@ -1030,9 +1079,18 @@ private:
                 asio::detached);
             return text_response(202, "Ending session " + id + ".\n");
         }
-        return text_response(404,
-                             "Not found. Operator endpoints: GET /metrics, GET "
-                             "/admin/sessions, DELETE /admin/sessions/ID.\n");
+        const std::string_view method(request.method_string().data(),
+                                      request.method_string().size());
+        if (auto reply = backend_.admin(method, path, request.body(), activity())) {
+            HttpResponse response = text_response(reply->status, std::move(reply->body));
+            response.set(bhttp::field::content_type, reply->content_type);
+            return response;
+        }
+        std::string endpoints = "GET /metrics, GET /admin/sessions, DELETE /admin/sessions/ID";
+        for (const std::string& endpoint : backend_.admin_endpoints()) {
+            endpoints += ", " + endpoint;
+        }
+        return text_response(404, "Not found. Operator endpoints: " + endpoints + ".\n");
     }
 
     HttpBackend& backend_;
@@ -1047,6 +1105,8 @@ private:
     std::atomic<bool> draining_{false};
     std::atomic<std::size_t> connections_{0};
     std::atomic<std::size_t> responding_{0};  // responses being written (SSE or JSON)
+    // When a tenant's token last let a request in on /mcp (the start before one).
+    std::atomic<Clock::rep> last_request_{Clock::now().time_since_epoch().count()};
     Metrics metrics_;
     SessionTable sessions_{options_, metrics_};
 };

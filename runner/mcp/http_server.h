@@ -1,8 +1,9 @@
 // HttpServer: MCP over Streamable HTTP (docs/http.md), on Boost.Beast and Asio. One endpoint,
 // /mcp, for many sessions of many tenants, each session a Connection (runner/mcp/connection.h)
 // over a ToolHost the backend opens for it; /healthz, /readyz, /metrics and /admin/sessions for
-// the operator. The server frames, authenticates, routes and meters; the backend decides who a
-// token is and what a session runs in. No tool or policy logic lives here.
+// the operator, and the backend's own endpoints under /admin/ (serve --pod's /admin/bind). The
+// server frames, authenticates, routes and meters; the backend decides who a token is, what a
+// session runs in, and when the server is done. No tool or policy logic lives here.
 //
 //   2025-11-25, 2025-06-18: `initialize` (POST, no session) opens a session and answers with its
 //     Mcp-Session-Id; later POSTs carry it. A tools/call is answered on an SSE stream that also
@@ -20,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -57,6 +59,23 @@ struct SessionRequest {
     std::string image{};      // Stockade-Image (empty: none)
 };
 
+// What the server tells its backend of its own state, for what the backend decides on it (its
+// operator endpoints, its lifetime).
+struct ServerActivity {
+    std::chrono::steady_clock::time_point now{};
+    std::size_t sessions = 0;  // open or being opened, of every tenant
+    // The latest request on /mcp that a tenant's token let in; the server's start before one.
+    std::chrono::steady_clock::time_point last_request{};
+    bool draining = false;
+};
+
+// The answer to a request on an operator endpoint the backend serves (HttpBackend::admin).
+struct AdminReply {
+    unsigned status = 200;
+    std::string body;
+    std::string content_type = "application/json";
+};
+
 class HttpBackend {
 public:
     virtual ~HttpBackend() = default;
@@ -74,8 +93,30 @@ public:
                                                            const SessionRequest& request) = 0;
     // Why new sessions cannot be opened now (/readyz), or nullopt.
     virtual std::optional<std::string> not_ready() { return std::nullopt; }
+    // What /readyz says when it answers 200. Thread-safe.
+    virtual std::string ready() { return "ready"; }
+    // Why /mcp is refused with 503 now, whatever the token (a pod not bound to its tenant yet),
+    // or nullopt. Thread-safe.
+    virtual std::optional<std::string> unavailable() { return std::nullopt; }
     // What the backend measures of each tenant, for /metrics. Thread-safe.
     virtual std::vector<TenantUsage> usage() { return {}; }
+    // More of /metrics, in its text format, after the server's own. Thread-safe.
+    virtual std::string metrics() { return {}; }
+    // The answer to an operator's request for `path` (under /admin/, the operator's token
+    // checked) that the server does not serve itself, or nullopt for 404. Called on an I/O
+    // thread: it must not wait long. Thread-safe.
+    virtual std::optional<AdminReply> admin(std::string_view /*method*/, std::string_view /*path*/,
+                                            const std::string& /*body*/,
+                                            const ServerActivity& /*activity*/) {
+        return std::nullopt;
+    }
+    // The endpoints admin() serves, as "POST /admin/bind", for the 404 that lists them.
+    virtual std::vector<std::string> admin_endpoints() { return {}; }
+    // Asked every second while the server serves: why it should stop now (it then drains as on
+    // SIGTERM, and run() returns), or nullopt. The server logs the reason. Thread-safe.
+    virtual std::optional<std::string> stop_reason(const ServerActivity& /*activity*/) {
+        return std::nullopt;
+    }
 };
 
 struct HttpOptions {
@@ -100,7 +141,15 @@ struct HttpOptions {
     std::size_t replay_events = 1024;    // events kept per stream for Last-Event-ID
     std::chrono::seconds heartbeat{15};  // an SSE comment when a stream is otherwise quiet
     std::chrono::seconds drain{30};      // SIGTERM: how long running calls may finish
-    bool handle_signals = false;         // SIGTERM, SIGINT and SIGHUP call request_stop()
+    // Of `drain`, what is kept back for ending the sessions and writing their last answers:
+    // running calls get drain - drain_reserve, and the drain is over by `drain` (serve --pod,
+    // whose pod is killed at Kubernetes' terminationGracePeriodSeconds). 0: calls get all of
+    // `drain`, and ending the sessions (a few seconds at most) comes after it.
+    std::chrono::milliseconds drain_reserve{0};
+    // Whether a Stockade-Token: TOKEN header is taken as the token (before Authorization: it is
+    // ours alone; serve --pod behind agent-sandbox's router, which strips Authorization).
+    bool token_header = false;
+    bool handle_signals = false;  // SIGTERM, SIGINT and SIGHUP call request_stop()
     unsigned io_threads = 2;
     unsigned open_threads = 2;  // sessions being opened (sandboxes starting) at once
     ServerOptions mcp;          // max_message_bytes bounds a request body too

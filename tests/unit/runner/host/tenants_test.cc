@@ -470,6 +470,125 @@ TEST(TenantsTest, RefusesAMalformedTokenEntry) {
     EXPECT_THAT(entry(R"({"expires": "2027-01-31"})"), HasSubstr("token_sha256[0]: not a SHA-256"));
 }
 
+// A pod's binding of the tenant of full_json() with `fields` (each starting with a comma).
+std::string binding(const std::string& fields = "") {
+    const std::string tenants = full_json();
+    const std::size_t open = tenants.find("[\n  {") + 4;
+    const std::size_t close = tenants.find("},\n  {\"name\": \"beta-2\"") + 1;
+    return R"({"tenant": )" + tenants.substr(open, close - open) + fields + "}";
+}
+
+// The error message of a binding that must be refused (kInvalidArgument).
+std::string binding_refusal(const std::string& text) {
+    auto parsed = parse_pod_binding(text);
+    EXPECT_THAT(parsed, HasErrc(Errc::kInvalidArgument)) << text;
+    if (parsed) {
+        return {};
+    }
+    EXPECT_EQ(parsed.error().message.find('\n'), std::string::npos) << "one line";
+    return parsed.error().message;
+}
+
+TEST(PodBindingTest, TheTenantIsReadExactlyAsATenantsFileReadsIt) {
+    auto parsed = parse_pod_binding(binding());
+    ASSERT_THAT(parsed, IsOk());
+    auto file = parse_tenants(full_json(), false);
+    ASSERT_THAT(file, IsOk());
+    EXPECT_EQ(*parsed, (PodBinding{.tenant = file->tenants[0], .expires = std::nullopt}));
+}
+
+TEST(PodBindingTest, ExpiresIsAUtcDateOrTime) {
+    using std::chrono::sys_days;
+    const auto dec31 = sys_days(std::chrono::year(2026) / 12 / 31);
+    auto at_time = parse_pod_binding(binding(R"(, "expires": "2026-12-31T18:30:05Z")"));
+    ASSERT_THAT(at_time, IsOk());
+    EXPECT_EQ(at_time->expires,
+              dec31 + std::chrono::hours(18) + std::chrono::minutes(30) + std::chrono::seconds(5));
+    auto at_day = parse_pod_binding(binding(R"(, "expires": "2026-12-31")"));
+    ASSERT_THAT(at_day, IsOk());
+    EXPECT_EQ(at_day->expires, dec31);
+    for (const char* when : {"\"2026-12-31 18:00:00\"", "\"2026-02-30\"", "\"soon\"", "20261231",
+                             "null", "\"2026-12-31T18:00:00+01:00\""}) {
+        EXPECT_THAT(binding_refusal(binding(R"(, "expires": )" + std::string(when))),
+                    HasSubstr("expires: give when the claim ends as a UTC date or time"))
+            << when;
+    }
+}
+
+TEST(PodBindingTest, RefusesUnknownKeysAtEveryLevelNamingThem) {
+    const std::string top = binding_refusal(binding(R"(, "expiry": "2026-12-31")"));
+    EXPECT_THAT(top, HasSubstr("unknown key \"expiry\""));
+    EXPECT_THAT(top, HasSubstr("the keys are tenant, expires"));
+    EXPECT_THAT(binding_refusal(R"({"tenants": [{"name": "acme"}]})"),
+                HasSubstr("unknown key \"tenants\""));
+    std::string extra = binding();
+    extra.insert(extra.find(R"("name": "acme")"), R"("tokens": [], )");
+    EXPECT_THAT(binding_refusal(extra), HasSubstr("tenant \"acme\": unknown key \"tokens\""));
+    std::string limit = binding();
+    limit.insert(limit.find(R"("sessions": 8)"), R"("sesions": 8, )");
+    EXPECT_THAT(binding_refusal(limit),
+                HasSubstr("tenant \"acme\": unknown key \"limits.sesions\""));
+}
+
+TEST(PodBindingTest, EveryCheckOfATenantHolds) {
+    auto with = [](const std::string& from, const std::string& to) {
+        std::string text = binding();
+        text.replace(text.find(from), from.size(), to);
+        return binding_refusal(text);
+    };
+    EXPECT_THAT(with(R"("name": "acme")", R"("name": "Acme")"), HasSubstr("tenant: name"));
+    EXPECT_THAT(with(R"("name": "acme", )", ""), HasSubstr("tenant: name is missing"));
+    EXPECT_THAT(with(R"("/srv/stockade/acme")", R"("srv/acme")"),
+                HasSubstr("tenant \"acme\": workspace_root: give the absolute path"));
+    const std::string hash = with(kAcmeHash, kAcmeHash.substr(1));
+    EXPECT_THAT(hash, HasSubstr("tenant \"acme\": token_sha256[0]: not a SHA-256"));
+    EXPECT_THAT(hash, Not(HasSubstr(kAcmeHash.substr(1)))) << "a hash is never echoed";
+    EXPECT_THAT(with(kAcmeHash, kAcmeHash + R"(", ")" + kAcmeHash),
+                HasSubstr("token_sha256[1] is also a token of tenant \"acme\""));
+    EXPECT_THAT(with(R"("memory": "1G")", R"("memory": "1X")"),
+                HasSubstr("tenant \"acme\": limits.memory: \"1X\" is not a size"));
+    EXPECT_THAT(with(R"("network": "allowlist")", R"("network": "host")"),
+                HasSubstr("network: \"host\" is not a mode"));
+    EXPECT_THAT(with(R"("network": "allowlist")", R"("network": "none", "network": "none")"),
+                HasSubstr("tenant.network: given twice"));
+}
+
+TEST(PodBindingTest, RefusesABodyWithoutOneTenantObject) {
+    EXPECT_THAT(binding_refusal("{}"), HasSubstr("tenant: give the one tenant this pod serves"));
+    EXPECT_THAT(binding_refusal(R"({"tenant": [{"name": "acme"}]})"),
+                HasSubstr("tenant: give the one tenant"));
+    EXPECT_THAT(binding_refusal("[]"), HasSubstr("must be an object with the key \"tenant\""));
+    EXPECT_THAT(binding_refusal(""), HasSubstr("invalid JSON"));
+    EXPECT_THAT(binding_refusal(R"({"tenant": {)"), HasSubstr("invalid JSON at line 1"));
+    EXPECT_THAT(binding_refusal(std::string(100, '[') + std::string(100, ']')),
+                HasSubstr("nested deeper"));
+    EXPECT_THAT(binding_refusal(binding(", \"x\": \"" + std::string(1 << 20, 'x') + "\"")),
+                HasSubstr("over the limit"));
+}
+
+TEST(DurationTextTest, ReadsWhatATenantsIdleTtlTakes) {
+    EXPECT_EQ(parse_duration_text("90").value_or(std::chrono::seconds(0)),
+              std::chrono::seconds(90));
+    EXPECT_EQ(parse_duration_text("2s").value_or(std::chrono::seconds(0)), std::chrono::seconds(2));
+    EXPECT_EQ(parse_duration_text("30m").value_or(std::chrono::seconds(0)),
+              std::chrono::minutes(30));
+    EXPECT_EQ(parse_duration_text("7d").value_or(std::chrono::seconds(0)), std::chrono::days(7));
+    for (const char* bad : {"", "0", "1.5h", "30 m", "-5", "2w"}) {
+        EXPECT_THAT(parse_duration_text(bad), HasErrc(Errc::kInvalidArgument)) << bad;
+    }
+}
+
+TEST(UtcTimeTextTest, WritesWhatParsingReadsBack) {
+    using std::chrono::sys_days;
+    const auto when = sys_days(std::chrono::year(2026) / 3 / 4) + std::chrono::hours(5) +
+                      std::chrono::minutes(6) + std::chrono::seconds(7);
+    EXPECT_EQ(utc_time_text(when), "2026-03-04T05:06:07Z");
+    EXPECT_EQ(utc_time_text(sys_days(std::chrono::year(1970) / 1 / 1)), "1970-01-01T00:00:00Z");
+    auto parsed = parse_pod_binding(binding(R"(, "expires": ")" + utc_time_text(when) + "\""));
+    ASSERT_THAT(parsed, IsOk());
+    EXPECT_EQ(parsed->expires, when);
+}
+
 TEST(TokenHashesTest, ReadsOneHashALineSkippingCommentsAndBlankLines) {
     std::string upper = kAbcHash;
     for (char& c : upper) {

@@ -124,8 +124,39 @@ public:
                                                    const SessionRequest& /*request*/) override {
         return std::unique_ptr<ToolHost>(std::make_unique<Host>(calls, log_id));
     }
+    // What a backend may add to the server (serve --pod's): set before start(), but `stop`.
+    std::string ready() override { return ready_text; }
+    std::optional<std::string> unavailable() override { return unavailable_reason; }
+    std::string metrics() override { return "backend_metric 1\n"; }
+    std::optional<AdminReply> admin(std::string_view method, std::string_view path,
+                                    const std::string& body,
+                                    const ServerActivity& /*activity*/) override {
+        if (path != "/admin/echo") {
+            return std::nullopt;
+        }
+        return AdminReply{
+            .status = 201, .body = std::string(method) + " " + body, .content_type = "text/plain"};
+    }
+    std::vector<std::string> admin_endpoints() override { return {"POST /admin/echo"}; }
+    std::optional<std::string> stop_reason(const ServerActivity& activity) override {
+        {
+            std::lock_guard lock(activity_mu);
+            activities.push_back(activity);
+        }
+        return stop ? std::optional<std::string>("the test is done") : std::nullopt;
+    }
+    // What stop_reason was told, in order.
+    std::vector<ServerActivity> seen() {
+        std::lock_guard lock(activity_mu);
+        return activities;
+    }
 
     std::string log_id;  // what each session's host names as its event log
+    std::string ready_text = "ready";
+    std::optional<std::string> unavailable_reason;
+    std::atomic<bool> stop{false};
+    std::mutex activity_mu;
+    std::vector<ServerActivity> activities;  // guarded by activity_mu
     HttpTenant tenant{.name = "t"};
     HttpTenant other{.name = "o"};
     bool anonymous = true;
@@ -334,6 +365,8 @@ protected:
         options.listen = "127.0.0.1:0";
         options.auth = auth;
         options.drain = drain;
+        options.drain_reserve = drain_reserve_;
+        options.token_header = token_header_;
         options.io_threads = 2;
         server_.emplace(backend_, options);
         ASSERT_THAT(server_->listen(), IsOk());
@@ -412,6 +445,9 @@ protected:
         ADD_FAILURE() << "the server never started draining";
     }
 
+    // Set before start(): HttpOptions::drain_reserve and token_header.
+    std::chrono::milliseconds drain_reserve_{0};
+    bool token_header_ = false;
     testing::FdLeakChecker fd_leak_checker_;
     Backend backend_;
     std::optional<HttpServer> server_;
@@ -422,16 +458,16 @@ protected:
     std::chrono::milliseconds ran_after_stop_{0};
 };
 
-// The error that answers a call the drain stopped, after a drain of `drain` seconds.
-void expect_shutdown_error(const json& message, const json& id, int drain = 1) {
+// The error that answers a call the drain stopped, after a drain that gave calls `drain` seconds.
+void expect_shutdown_error(const json& message, const json& id, const std::string& drain = "1") {
     EXPECT_EQ(message["jsonrpc"], "2.0");
     EXPECT_EQ(message["id"], id) << message;
     EXPECT_EQ(message["error"]["code"], -32603) << message;
     const std::string text = message["error"]["message"].get<std::string>();
     EXPECT_NE(text.find("shutting down"), std::string::npos) << text;
-    EXPECT_NE(text.find("was still running when the " + std::to_string(drain) +
-                        " s given to running calls ran out"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find("was still running when the " + drain + " s given to running calls ran out"),
+        std::string::npos)
         << text;
     EXPECT_NE(text.find("Retry it in a new session once the server is back"), std::string::npos)
         << text;
@@ -583,7 +619,41 @@ TEST_F(HttpServerTest, NewSessionsAndCallsWhileDrainingAreRefusedWith503) {
     EXPECT_EQ(listed.status, 200);
     EXPECT_EQ(json::parse(listed.body)["result"]["tools"].size(), 2U);
 
-    expect_shutdown_error(json::parse(running.read().body), 1, 3);
+    expect_shutdown_error(json::parse(running.read().body), 1, "3");
+}
+
+TEST_F(HttpServerTest, ADrainWithAReserveIsOverWithinTheDrainAndGivesCallsTheRest) {
+    drain_reserve_ = 1500ms;
+    start(3s);
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(1, "tools/call", {{"name", "block"}}).dump(),
+                {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    stop();
+    expect_shutdown_error(json::parse(client.read().body), 1, "1.5");
+    const auto ran = wait_stopped();
+    EXPECT_GE(ran, 1500ms) << "calls had their share";
+    EXPECT_LT(ran, 3s) << "the whole drain is within --drain";
+}
+
+TEST_F(HttpServerTest, TheServerDrainsAndStopsWhenItsBackendSaysWhy) {
+    start(1s);
+    const std::string session = open_session();
+    Client client(endpoint());
+    client.send("POST", rpc(1, "tools/call", {{"name", "block"}}).dump(),
+                {{"Accept", "application/json"}, {"Mcp-Session-Id", session}});
+    ASSERT_TRUE(backend_.calls.wait_started(1));
+    stop_asked_ = std::chrono::steady_clock::now();
+    backend_.stop = true;
+    expect_shutdown_error(json::parse(client.read().body), 1);
+    run_.join();  // run() returned without stop()
+    EXPECT_THAT(status_, IsOk());
+    EXPECT_LT(std::chrono::steady_clock::now() - stop_asked_, 5s);
+    const std::vector<ServerActivity> seen = backend_.seen();
+    ASSERT_FALSE(seen.empty());
+    EXPECT_EQ(seen.back().sessions, 1U);
+    EXPECT_FALSE(seen.back().draining);
 }
 
 // ---- protocol revisions over HTTP --------------------------------------------------------
@@ -847,6 +917,104 @@ TEST_F(HttpServerTest, ASessionEndsAtItsMaxLifetimeAndItsRunningCallIsAnswered) 
         << answer;
     EXPECT_EQ(backend_.calls.stopped, 1U);
     EXPECT_EQ(exchange(endpoint(), "POST", kToolsList, in_session(session, kJsonOnly)).status, 404);
+}
+
+TEST_F(HttpServerTest, TheBackendIsToldOfSessionsAndOfTheLatestRequestATokenLetIn) {
+    backend_.anonymous = false;
+    start(1s, /*auth=*/true);
+    const auto started = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(1100ms);
+    const auto before = backend_.seen();
+    ASSERT_FALSE(before.empty());
+    EXPECT_LE(before.back().last_request, started) << "nothing came yet: the server's start";
+    EXPECT_EQ(before.back().sessions, 0U);
+    EXPECT_EQ(exchange(endpoint(), "GET", "", {}, "/readyz").status, 200);
+    EXPECT_EQ(exchange(endpoint(), "POST", kToolsList, with_token("nobody", kJsonOnly)).status,
+              401);
+    std::this_thread::sleep_for(1100ms);
+    EXPECT_LE(backend_.seen().back().last_request, started)
+        << "neither a probe nor a refused token is a tenant's request";
+    const auto opened = std::chrono::steady_clock::now();
+    const std::string session = open_session("2025-11-25", with_token("token-t", {}));
+    std::this_thread::sleep_for(1100ms);
+    const ServerActivity after = backend_.seen().back();
+    EXPECT_GE(after.last_request, opened);
+    EXPECT_EQ(after.sessions, 1U);
+    EXPECT_GE(after.now, after.last_request);
+}
+
+TEST_F(HttpServerTest, ABackendThatCannotServeYetRefusesMcpWith503WhateverTheToken) {
+    backend_.anonymous = false;
+    backend_.unavailable_reason = "Not bound yet; bind me first.";
+    backend_.ready_text = "ready, unbound";
+    start(1s, /*auth=*/true);
+    for (const auto& headers : {kJsonOnly, with_token("token-t", kJsonOnly)}) {
+        Reply refused =
+            exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), headers);
+        EXPECT_EQ(refused.status, 503);
+        EXPECT_EQ(refused.body, "Not bound yet; bind me first.\n");
+        EXPECT_EQ(refused.header("retry-after"), "5");
+    }
+    Reply ready = exchange(endpoint(), "GET", "", {}, "/readyz");
+    EXPECT_EQ(ready.status, 200);
+    EXPECT_EQ(ready.body, "ready, unbound\n");
+    EXPECT_EQ(exchange(endpoint(), "GET", "", with_token("admin", {}), "/admin/sessions").status,
+              200)
+        << "the operator's endpoints are served";
+}
+
+TEST_F(HttpServerTest, TheStockadeTokenHeaderCarriesTheTokenWhenTheServerTakesIt) {
+    backend_.anonymous = false;
+    token_header_ = true;
+    start(1s, /*auth=*/true);
+    EXPECT_EQ(open_session("2025-11-25", {{"Stockade-Token", "token-t"}}).size(), 64U);
+    EXPECT_EQ(open_session("2025-11-25", {{"Stockade-Token", " token-t "}}).size(), 64U)
+        << "the spaces around a header value are not the token";
+    EXPECT_EQ(open_session("2025-11-25", with_token("token-t", {})).size(), 64U)
+        << "Authorization still works";
+    Reply ours_first = exchange(
+        endpoint(), "POST", initialize_request("2025-11-25").dump(),
+        with_token("token-t", {{"Accept", "application/json"}, {"Stockade-Token", "nobody"}}));
+    EXPECT_EQ(ours_first.status, 401) << "Stockade-Token wins over Authorization";
+    Reply empty = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(),
+                           {{"Accept", "application/json"}, {"Stockade-Token", ""}});
+    EXPECT_EQ(empty.status, 401);
+    Reply missing =
+        exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    EXPECT_EQ(missing.status, 401);
+    EXPECT_EQ(missing.body,
+              "This server needs a bearer token: send Authorization: Bearer TOKEN, or "
+              "Stockade-Token: TOKEN.\n");
+    EXPECT_EQ(exchange(endpoint(), "GET", "", {{"Stockade-Token", "admin"}}, "/metrics").status,
+              200)
+        << "the operator's token too";
+}
+
+TEST_F(HttpServerTest, TheStockadeTokenHeaderIsNoTokenUnlessTheServerTakesIt) {
+    backend_.anonymous = false;
+    start(1s, /*auth=*/true);
+    Reply refused = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(),
+                             {{"Accept", "application/json"}, {"Stockade-Token", "token-t"}});
+    EXPECT_EQ(refused.status, 401);
+    EXPECT_EQ(refused.body,
+              "This server needs a bearer token: send Authorization: Bearer TOKEN.\n");
+}
+
+TEST_F(HttpServerTest, TheBackendsOwnAdminEndpointsAreTheOperatorsOnly) {
+    start(1s, /*auth=*/true);
+    EXPECT_EQ(exchange(endpoint(), "POST", "hi", with_token("token-t", {}), "/admin/echo").status,
+              401);
+    Reply echoed = exchange(endpoint(), "POST", "hi", with_token("admin", {}), "/admin/echo");
+    EXPECT_EQ(echoed.status, 201);
+    EXPECT_EQ(echoed.header("content-type"), "text/plain");
+    EXPECT_EQ(echoed.body, "POST hi");
+    Reply unknown = exchange(endpoint(), "GET", "", with_token("admin", {}), "/admin/other");
+    EXPECT_EQ(unknown.status, 404);
+    EXPECT_EQ(unknown.body,
+              "Not found. Operator endpoints: GET /metrics, GET /admin/sessions, DELETE "
+              "/admin/sessions/ID, POST /admin/echo.\n");
+    Reply metrics = exchange(endpoint(), "GET", "", with_token("admin", {}), "/metrics");
+    EXPECT_NE(metrics.body.find("\nbackend_metric 1\n"), std::string::npos) << metrics.body;
 }
 
 TEST_F(HttpServerTest, ATenantsSessionsAreBoundedByMaxSessions) {
