@@ -59,6 +59,7 @@ for row in "${rows[@]}"; do
         echo "$out" | sed -n '1p'
         expect default shortfall "$out" 'seccomp-stockade-nested\.json.*procMount: Unmasked'
         expect default run_err "$out" 'falls back to "landlock"'
+        expect default serve_log "$out" 'falls back to "landlock": .*seccomp-stockade-nested\.json'
         ;;
     nested)
         basics nested namespaces --network none "${nested[@]}" | sed -n '1p'
