@@ -551,20 +551,44 @@ private:
         const auto tail = [&](const auto& v) {
             return std::span<const std::string_view>(v).subspan(std::min(from_, v.size()));
         };
-        const std::array<std::span<const std::string_view>, 2> model_runs{tail(old_), tail(new_)};
-        const std::optional<std::string> model_unit = indent_unit(model_runs, false);
+        // The model's indent unit: what its quoted lines say a level of the file is, where they
+        // agree; else the steps its lines take.
+        std::optional<std::string> model_unit = unit_from_pairs();
+        if (!model_unit) {
+            const std::array<std::span<const std::string_view>, 2> model_runs{tail(old_),
+                                                                              tail(new_)};
+            model_unit = indent_unit(model_runs, false);
+        }
         const std::vector<std::optional<size_t>> aligned = align_lines(new_, old_, from_);
+        std::vector<bool> kept(old_.size(), false);  // old_string lines new_string keeps
+        for (const std::optional<size_t>& o : aligned) {
+            if (o) {
+                kept[*o] = true;
+            }
+        }
         std::vector<std::string> out = as_written();
         std::optional<size_t> anchor;
+        std::optional<size_t> anchor_at;  // the new_string line the anchor was aligned from
         for (size_t i = from_; i < new_.size(); ++i) {
             if (aligned[i]) {
                 anchor = aligned[i];
+                anchor_at = i;
             }
             if (is_blank(new_[i])) {
                 out[i].clear();
                 continue;
             }
-            std::optional<std::string> ind = place(indentation(new_[i]), anchor, model_unit);
+            // A changed line stands where an old_string line new_string drops stood: the same
+            // distance after the last line both keep (before the first, for a leading one).
+            std::optional<size_t> counterpart;
+            if (!aligned[i]) {
+                const size_t o = anchor ? *anchor + (i - *anchor_at) : i;
+                if (o >= from_ && o < old_.size() && !kept[o] && block_of_[o]) {
+                    counterpart = o;
+                }
+            }
+            std::optional<std::string> ind =
+                place(indentation(new_[i]), anchor, counterpart, model_unit);
             if (!ind) {
                 *unplaced = i;
                 return std::nullopt;
@@ -574,12 +598,70 @@ private:
         return out;
     }
 
+    // What one level of the file's indentation is in old_string, where its matched lines show it:
+    // lines at two or more depths of the file (counted in its unit), each quoted as one margin
+    // plus one string per level. Lines at one depth only cannot tell a level from the margin,
+    // and a file that mixes tabs and spaces or lines that disagree say nothing.
+    [[nodiscard]] std::optional<std::string> unit_from_pairs() const {
+        if (mixed_file() || !file_unit_) {
+            return std::nullopt;
+        }
+        std::vector<std::pair<size_t, std::string_view>> quoted;  // (file levels, old indentation)
+        for (const auto& [o, b] : pairs_) {
+            const std::string_view fi = indentation(block_[b]);
+            const size_t levels = fi.empty() ? 0 : units_in(fi, *file_unit_);
+            if (!fi.empty() && levels == 0) {
+                return std::nullopt;
+            }
+            quoted.emplace_back(levels, indentation(old_[o]));
+        }
+        const auto [low, high] =
+            std::minmax_element(quoted.begin(), quoted.end(),
+                                [](const auto& a, const auto& b) { return a.first < b.first; });
+        if (quoted.empty() || low->first == high->first || !high->second.starts_with(low->second)) {
+            return std::nullopt;
+        }
+        const std::string_view extra = high->second.substr(low->second.size());
+        const size_t levels = high->first - low->first;
+        if (extra.empty() || extra.size() % levels != 0) {
+            return std::nullopt;
+        }
+        const std::string unit(extra.substr(0, extra.size() / levels));
+        if (units_in(extra, unit) != levels) {
+            return std::nullopt;
+        }
+        // The margin: the shallowest line's indentation less its levels.
+        std::string_view margin = low->second;
+        for (size_t k = 0; k < low->first; ++k) {
+            if (!margin.ends_with(unit)) {
+                return std::nullopt;
+            }
+            margin.remove_suffix(unit.size());
+        }
+        for (const auto& [levels_of, oi] : quoted) {
+            if (!oi.starts_with(margin) ||
+                (levels_of == 0 ? oi.size() != margin.size()
+                                : units_in(oi.substr(margin.size()), unit) != levels_of)) {
+                return std::nullopt;
+            }
+        }
+        return unit;
+    }
+
     // The file indentation for a new_string line indented with `w`, relative to the old_string
-    // lines nearest the anchor (before it first, then after it).
+    // line it replaces (`counterpart`) first, then the lines nearest the anchor (before it
+    // first, then after it).
     [[nodiscard]] std::optional<std::string> place(
-        std::string_view w, std::optional<size_t> anchor,
+        std::string_view w, std::optional<size_t> anchor, std::optional<size_t> counterpart,
         const std::optional<std::string>& model_unit) const {
         std::vector<std::pair<size_t, size_t>> order;
+        if (counterpart) {
+            for (const auto& pair : pairs_) {
+                if (pair.first == *counterpart) {
+                    order.push_back(pair);
+                }
+            }
+        }
         if (anchor) {
             for (size_t i = pairs_.size(); i-- > 0;) {
                 if (pairs_[i].first <= *anchor) {

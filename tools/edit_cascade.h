@@ -36,11 +36,17 @@
 //     by it when it sits at old_string's depth, and inserted as written when it already sits at
 //     the file's depth (or at a depth of its own);
 //   - anything else (tabs for spaces, another indent unit, per-line drift): new_string is
-//     re-indented line by line. A line at the indentation of old_string's line k (the nearest
-//     such k to where the line sits in new_string, lines aligned by their text) takes the file's
-//     indentation of line k; a line N of the model's indent units deeper or shallower than such
+//     re-indented line by line. A line at the indentation of old_string's line k takes the
+//     file's indentation of line k, k being, for a changed line, the line it replaces (the
+//     old_string line as far after the last line both keep: a here-document's tab-indented body
+//     keeps its tabs), else the nearest such k to where the line sits in new_string (lines
+//     aligned by their text); a line N of the model's indent units deeper or shallower than such
 //     a line takes that indentation plus or minus N of the file's units (in a file that mixes
-//     tabs and spaces: N of the block's own steps); blank lines are written empty. new_string is
+//     tabs and spaces: N of the block's own steps). The model's unit is what old_string's
+//     matched lines at two or more depths of the file show (one margin plus one string per
+//     level), else the step its lines take most; a line that is not a whole number of those
+//     units from any old_string line has no depth in the file and is refused, never written at
+//     a guessed one. Blank lines are written empty. new_string is
 //     inserted as written instead when it already uses the file's indentation: its unchanged
 //     lines carry the file's indentation rather than old_string's, or, with none to tell, more
 //     of its lines use an indentation only the file's block has than one only old_string has.

@@ -823,5 +823,79 @@ TEST(EditCascadeTest, StrategyNamesAreStable) {
               "matched with whitespace normalization");
 }
 
+// A changed line takes the indentation of the line it replaces, not of the first line quoted
+// alike: in a space-indented script, a <<-EOF here-document's body is indented with tabs (the
+// shell strips only tabs), and a line changed there keeps its tab though the model quoted every
+// line with spaces.
+TEST(EditCascadeTest, AChangedLineInATabIndentedHereDocumentKeepsItsTab) {
+    const std::string_view script =
+        "deploy() {\n"
+        "    if [ -n \"$1\" ]; then\n"
+        "        cat <<-EOF\n"
+        "\tdeploying $1\n"
+        "\tto production\n"
+        "\tEOF\n"
+        "    fi\n"
+        "}\n";
+    const auto o = edit(script,
+                        "    if [ -n \"$1\" ]; then\n"
+                        "        cat <<-EOF\n"
+                        "        deploying $1\n",
+                        "    if [ -n \"$1\" ]; then\n"
+                        "        cat <<-EOF\n"
+                        "        deploying $1 now\n");
+    EXPECT_EQ(applied(o).strategy, Strategy::kIndentationFlexible);
+    EXPECT_EQ(applied(o).content,
+              "deploy() {\n"
+              "    if [ -n \"$1\" ]; then\n"
+              "        cat <<-EOF\n"
+              "\tdeploying $1 now\n"
+              "\tto production\n"
+              "\tEOF\n"
+              "    fi\n"
+              "}\n");
+}
+
+// Where old_string's lines show the model's indent step (lines at two depths of the file), a
+// new line at half a step has no depth in the file: refused, never written a level deeper.
+TEST(EditCascadeTest, ANewLineAtHalfTheModelsStepIsRefused) {
+    const std::string_view go =
+        "func run() error {\n"
+        "\tif err := setup(); err != nil {\n"
+        "\t\treturn err\n"
+        "\t}\n"
+        "\treturn nil\n"
+        "}\n";
+    const auto o = edit(go,
+                        "    if err := setup(); err != nil {\n"
+                        "        return err\n"
+                        "    }",
+                        "    if err := setup(); err != nil {\n"
+                        "      log.Print(err)\n"
+                        "        return err\n"
+                        "    }");
+    EXPECT_EQ(failed(o).kind, EditFailureKind::kIndentation);
+    ASSERT_TRUE(failed(o).indentation.has_value());
+    EXPECT_EQ(failed(o).indentation->line, 2U);
+    EXPECT_EQ(failed(o).indentation->file_line, "\tif err := setup(); err != nil {");
+    // A whole step deeper is a level deeper.
+    const auto whole = edit(go,
+                            "    if err := setup(); err != nil {\n"
+                            "        return err\n"
+                            "    }",
+                            "    if err := setup(); err != nil {\n"
+                            "        log.Print(err)\n"
+                            "        return err\n"
+                            "    }");
+    EXPECT_EQ(applied(whole).content,
+              "func run() error {\n"
+              "\tif err := setup(); err != nil {\n"
+              "\t\tlog.Print(err)\n"
+              "\t\treturn err\n"
+              "\t}\n"
+              "\treturn nil\n"
+              "}\n");
+}
+
 }  // namespace
 }  // namespace stockade::tools

@@ -112,6 +112,37 @@ TEST_F(EditToolTest, ReindentationThatCannotBeDoneShowsTheFilesIndentation) {
     EXPECT_EQ(h.ws.get("src/run.go"), "func run() {\n\tif ok {\n\t\tgo()\n\t}\n}\n");
 }
 
+TEST_F(EditToolTest, AChangedHereDocumentLineKeepsTheTabTheShellStrips) {
+    const std::string script =
+        "#!/bin/sh\nnotify() {\n    mail -s \"$1\" ops <<-BODY\n\tHost: $(hostname)\n"
+        "\tStatus: $2\n\tBODY\n}\n";
+    h.ws.put("src/notify.sh", script);
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/notify.sh"}}).is_error);
+    const ToolResult r = edit("    mail -s \"$1\" ops <<-BODY\n        Host: $(hostname)",
+                              "    mail -s \"$1\" ops <<-BODY\n        Host: $(hostname -f)", false,
+                              "src/notify.sh");
+    EXPECT_FALSE(r.is_error) << r.content;
+    expect_golden("edit_success_reindented_heredoc.txt", r.content);
+    EXPECT_EQ(h.ws.get("src/notify.sh"),
+              "#!/bin/sh\nnotify() {\n    mail -s \"$1\" ops <<-BODY\n\tHost: $(hostname -f)\n"
+              "\tStatus: $2\n\tBODY\n}\n");
+}
+
+TEST_F(EditToolTest, ANewLineAtHalfAnIndentStepIsRefused) {
+    const std::string go =
+        "func (s *Server) Close() error {\n\tif s.ln != nil {\n\t\treturn s.ln.Close()\n\t}\n"
+        "\treturn nil\n}\n";
+    h.ws.put("src/server.go", go);
+    ASSERT_FALSE(h.call("read", {{"file_path", "src/server.go"}}).is_error);
+    const ToolResult r = edit("    if s.ln != nil {\n        return s.ln.Close()\n    }",
+                              "    if s.ln != nil {\n      s.closing = true\n"
+                              "        return s.ln.Close()\n    }",
+                              false, "src/server.go");
+    EXPECT_TRUE(r.is_error);
+    expect_golden("edit_indentation_refused_half_step.txt", r.content);
+    EXPECT_EQ(h.ws.get("src/server.go"), go);
+}
+
 TEST_F(EditToolTest, TabInNewStringForASpaceFileIsRefused) {
     h.ws.put("src/f.py", "def f():\n    a = 1  \n    b = 2\n");
     ASSERT_FALSE(h.call("read", {{"file_path", "src/f.py"}}).is_error);
