@@ -87,7 +87,8 @@ level="$(podman_host exec "$name" stockade doctor 2>&1 | sed -n 's/^isolation: -
 echo "bound; the tenant's bash ran at $level"
 exit_code="$(timeout 30 "${PODMAN[@]}" wait "$name")" || fail "the idle pod did not exit within 30 s"
 [ "$exit_code" = 0 ] || fail "the idle pod exited $exit_code: $(podman_host logs "$name" 2>&1 | tail)"
-podman_host logs "$name" 2>&1 | grep -q "idle" || fail "the pod's log does not say it was idle: $(podman_host logs "$name" 2>&1 | tail)"
+log="$(podman_host logs "$name" 2>&1)"
+[[ "$log" == *"draining: pod of tenant acme idle"* ]] || fail "the pod's log does not say it was idle: $log"
 echo "idle past --pod-idle-ttl: exited 0, saying why"
 
 echo "=== drain"
