@@ -188,7 +188,7 @@ PolicyFacts load_tenant_policy(const Tenant& tenant, bool workspace_ok) {
 }  // namespace
 
 int doctor_tenants_command(const std::string& tenants_file) {
-    auto config = load_tenants(tenants_file);
+    auto config = load_tenants(tenants_file, TenantAuth::kEither);
     if (!config) {
         fmt::print(stderr, "stockade doctor: {}\n", config.error().message);
         return kExitUsage;

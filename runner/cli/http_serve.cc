@@ -27,6 +27,7 @@
 #include "runner/host/pod_backend.h"
 #include "runner/host/tenant_backend.h"
 #include "runner/mcp/http_server.h"
+#include "runner/mcp/oauth.h"
 #include "runner/session/state_dir.h"
 
 namespace stockade::runner {
@@ -127,6 +128,21 @@ int http_serve_command(const ServeOptions& options) {
         "Every tool runs inside a sandbox that sees only this workspace: paths outside it are "
         "refused, and nothing you run can reach the network unless the operator allowed it.";
 
+    if (!options.oauth.empty()) {
+        if (options.pod || options.no_auth) {
+            return fail(fmt::format("--oauth: a pod takes its tenant's token from its binding, "
+                                    "and --no-auth takes none: drop --oauth, or drop {}",
+                                    options.pod ? "--pod" : "--no-auth"),
+                        kExitUsage);
+        }
+        if (options.tenants.empty() || !options.token_file.empty()) {
+            return fail(
+                "--oauth serves the tenants of a tenants file, each access token naming its "
+                "own in its tenant claim: give --tenants FILE (its tenants without "
+                "token_sha256), and drop --token-file",
+                kExitUsage);
+        }
+    }
     if (options.no_auth && (!options.tenants.empty() || !options.token_file.empty())) {
         return fail(
             "--no-auth serves without tokens: drop --tenants and --token-file, or drop "
@@ -183,7 +199,9 @@ int http_serve_command(const ServeOptions& options) {
     if (options.pod) {
         // The tenant comes with the binding.
     } else if (!options.tenants.empty()) {
-        auto loaded = load_tenants(options.tenants);
+        auto loaded =
+            load_tenants(options.tenants, options.oauth.empty() ? TenantAuth::kTokenHashes
+                                                                : TenantAuth::kAccessTokens);
         if (!loaded) {
             return fail(loaded.error().message, kExitUsage);
         }
@@ -206,6 +224,18 @@ int http_serve_command(const ServeOptions& options) {
         resolve_state_dir(options.state_dir.empty() ? default_state_dir() : options.state_dir);
     if (!state) {
         return fail(state.error().message, kExitSetupFailed);
+    }
+    if (!options.oauth.empty()) {
+        auto oauth = mcp::load_oauth_config(options.oauth);
+        if (!oauth) {
+            return fail(oauth.error().message, kExitUsage);
+        }
+        auto resource = mcp::ResourceServer::open(std::move(oauth).value());
+        if (!resource) {
+            return fail(fmt::format("--oauth {}: {}", options.oauth, resource.error().message),
+                        kExitUsage);
+        }
+        http.oauth = std::move(resource).value();
     }
     std::vector<Sha256Digest> admin;
     if (!options.admin_token_file.empty()) {
@@ -254,6 +284,12 @@ int http_serve_command(const ServeOptions& options) {
         }
         for (const ServedTenant& tenant : (*opened)->tenants()) {
             serving += (serving.empty() ? "tenants: " : ", ") + tenant.name;
+        }
+        if (http.oauth) {
+            const mcp::OAuthConfig& oauth = http.oauth->config();
+            serving += fmt::format(
+                "; OAuth resource {} for tokens of {}, keys {}; metadata at {}", oauth.resource,
+                oauth.issuer, fmt::join(http.oauth->key_ids(), ","), http.oauth->metadata_url());
         }
         backend = std::move(opened).value();
     }

@@ -232,6 +232,12 @@ int main(int argc, char** argv) {
     serve->add_option("--admin-token-file", serve_options.admin_token_file,
                       "With --http: hashes of the operator's tokens, for /metrics and "
                       "/admin/sessions (and, with --pod, /admin/bind and /admin/pod)");
+    serve->add_option("--oauth", serve_options.oauth,
+                      "With --http and --tenants: be an OAuth 2.1 resource server. FILE (JSON "
+                      "or .toml) names the authorization server (issuer), this server's URL "
+                      "(resource), the JWKS file to check access tokens with, the scope they "
+                      "need and the claim that names their tenant; tenants then list no "
+                      "token_sha256 (docs/http.md#oauth-resource-server)");
     serve->add_flag("--no-auth", serve_options.no_auth,
                     "With --http on a loopback address or unix socket: accept requests without "
                     "a token (tests, local use)");

@@ -28,6 +28,9 @@ struct ServeOptions {
     std::string token_file{};        // --token-file FILE: the default tenant's token hashes
     std::string admin_token_file{};  // --admin-token-file FILE: /metrics and /admin/sessions
     bool no_auth = false;            // --no-auth: loopback and unix-socket binds only
+    // --oauth FILE: OAuth access tokens instead of token hashes (runner/mcp/oauth.h); needs
+    // --tenants.
+    std::string oauth{};
     std::vector<std::string> allowed_hosts{};
     std::vector<std::string> allowed_origins{};
     std::string drain{};            // --drain SECONDS: how long running calls may finish on SIGTERM

@@ -258,6 +258,15 @@ const mcp::HttpTenant* TenantBackend::authenticate(const std::optional<std::stri
     return &tenants_.at(static_cast<std::size_t>(tenant - config_.tenants.tenants.data()));
 }
 
+const mcp::HttpTenant* TenantBackend::tenant_named(std::string_view name) {
+    for (const ServedTenant& tenant : tenants_) {
+        if (tenant.name == name) {
+            return &tenant;
+        }
+    }
+    return nullptr;
+}
+
 bool TenantBackend::is_admin(const std::optional<std::string>& token) {
     if (!token || config_.admin.empty()) {
         return false;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/crypto.h"
@@ -81,6 +82,8 @@ public:
                                                    const std::string& name) const;
 
     const mcp::HttpTenant* authenticate(const std::optional<std::string>& token) override;
+    // The tenant an access token names (serve --oauth), by its name in the tenants file.
+    const mcp::HttpTenant* tenant_named(std::string_view name) override;
     bool is_admin(const std::optional<std::string>& token) override;
     Result<std::unique_ptr<mcp::ToolHost>> open_session(
         const mcp::HttpTenant& tenant, const std::string& session_id,

@@ -6,15 +6,14 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <span>
 #include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "common/json_depth.h"
 #include "common/parse.h"
+#include "common/strict_json.h"
 #include "common/syscall.h"
 #include "common/toml_json.h"
 #include "images/store.h"
@@ -399,7 +398,7 @@ Status parse_limits(const Fields& tenant, TenantLimits& out, const std::string& 
 
 // One tenant, on its own; what tenants must not share is checked by parse_config. `position`
 // names it in messages until its name is known: "tenants[2]", or "tenant" in a pod's binding.
-Result<Tenant> parse_tenant(const json& value, const std::string& position) {
+Result<Tenant> parse_tenant(const json& value, const std::string& position, TenantAuth auth) {
     if (!value.is_object()) {
         return invalid(fmt::format("{}: must be a table of a tenant's keys ({}), not {}", position,
                                    listed(kTenantKeys), value.type_name()));
@@ -419,7 +418,27 @@ Result<Tenant> parse_tenant(const json& value, const std::string& position) {
     const std::string owner = fmt::format("tenant \"{}\"", tenant.name);
     const Fields fields(value, owner, "");
     RETURN_IF_ERROR(fields.check_keys(kTenantKeys));
-    RETURN_IF_ERROR(fields.digests("token_sha256", tenant.token_hashes, tenant.token_expires));
+    const bool hashes_given = fields.find("token_sha256") != nullptr;
+    switch (auth) {
+        case TenantAuth::kTokenHashes:
+            RETURN_IF_ERROR(
+                fields.digests("token_sha256", tenant.token_hashes, tenant.token_expires));
+            break;
+        case TenantAuth::kAccessTokens:
+            if (hashes_given) {
+                return fields.error("token_sha256",
+                                    "this server takes OAuth access tokens (serve --oauth), whose "
+                                    "tenant claim names the tenant, and no other token: drop "
+                                    "token_sha256, or serve without --oauth");
+            }
+            break;
+        case TenantAuth::kEither:
+            if (hashes_given) {
+                RETURN_IF_ERROR(
+                    fields.digests("token_sha256", tenant.token_hashes, tenant.token_expires));
+            }
+            break;
+    }
     RETURN_IF_ERROR(fields.text("workspace_root", tenant.workspace_root));
     if (!tenant.workspace_root.starts_with('/')) {
         return fields.error("workspace_root",
@@ -518,7 +537,7 @@ Status check_apart(const std::vector<Tenant>& tenants) {
     return ok_status();
 }
 
-Result<TenantsConfig> parse_config(const json& doc) {
+Result<TenantsConfig> parse_config(const json& doc, TenantAuth auth) {
     if (!doc.is_object()) {
         return invalid(fmt::format("the file must hold a table with the key \"tenants\", not {}",
                                    doc.type_name()));
@@ -531,92 +550,20 @@ Result<TenantsConfig> parse_config(const json& doc) {
     }
     TenantsConfig config;
     for (std::size_t i = 0; i < list->size(); ++i) {
-        ASSIGN_OR_RETURN(Tenant tenant, parse_tenant((*list)[i], fmt::format("tenants[{}]", i)));
+        ASSIGN_OR_RETURN(Tenant tenant,
+                         parse_tenant((*list)[i], fmt::format("tenants[{}]", i), auth));
         config.tenants.push_back(std::move(tenant));
     }
     RETURN_IF_ERROR(check_apart(config.tenants));
     return config;
 }
 
-// "invalid JSON at line 3, column 5: ...": nlohmann's message without its
-// "[json.exception.parse_error.101] parse error" prefix.
-std::string json_error_text(const json::exception& e) {
-    std::string_view what = e.what();
-    if (const std::size_t end = what.find("] "); what.starts_with('[') && end != what.npos) {
-        what.remove_prefix(end + 2);
-    }
-    if (what.starts_with("parse error at ")) {
-        what.remove_prefix(std::string_view("parse error ").size());
-        return fmt::format("invalid JSON {}", what);
-    }
-    return fmt::format("invalid JSON: {}", what);
-}
-
-// JSON as nlohmann reads it, except that a key given twice in one object is an error rather than
-// the last one winning silently. The error names the key by its path: tenants[1].limits.memory.
-Result<json> parse_json(std::string_view text) {
-    if (json_nesting_depth(text, kMaxNesting) > kMaxNesting) {
-        return invalid(fmt::format("invalid JSON: nested deeper than {} levels", kMaxNesting));
-    }
-    struct Open {  // an object or array being read
-        std::string path;
-        bool array = false;
-        std::size_t items = 0;         // of an array: how many so far
-        std::string key{};             // of an object: the latest
-        std::set<std::string> keys{};  // of an object: every one so far
-    };
-    std::vector<Open> open;
-    std::string repeated;
-    auto next_path = [&]() -> std::string {
-        if (open.empty()) {
-            return "";
-        }
-        Open& parent = open.back();
-        if (parent.array) {
-            return fmt::format("{}[{}]", parent.path, parent.items++);
-        }
-        return parent.path.empty() ? parent.key : parent.path + "." + parent.key;
-    };
-    auto note = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-        switch (event) {
-            case json::parse_event_t::object_start:
-            case json::parse_event_t::array_start:
-                open.push_back(
-                    {.path = next_path(), .array = event == json::parse_event_t::array_start});
-                break;
-            case json::parse_event_t::object_end:
-            case json::parse_event_t::array_end:
-                open.pop_back();
-                break;
-            case json::parse_event_t::key:
-                open.back().key = parsed.get<std::string>();
-                if (!open.back().keys.insert(open.back().key).second && repeated.empty()) {
-                    repeated = next_path();
-                }
-                break;
-            case json::parse_event_t::value:
-                next_path();  // counts an array's item
-                break;
-        }
-        return true;
-    };
-    json doc;
-    try {
-        doc = json::parse(text, note);
-    } catch (const json::exception& e) {
-        return invalid(json_error_text(e));
-    }
-    if (!repeated.empty()) {
-        return invalid(fmt::format("{}: given twice: keep one", repeated));
-    }
-    return doc;
-}
-
 }  // namespace
 
-Result<TenantsConfig> parse_tenants(std::string_view text, bool toml) {
-    ASSIGN_OR_RETURN(const json doc, toml ? toml_to_json(text) : parse_json(text));
-    return parse_config(doc);
+Result<TenantsConfig> parse_tenants(std::string_view text, bool toml, TenantAuth auth) {
+    ASSIGN_OR_RETURN(const json doc,
+                     toml ? toml_to_json(text) : parse_strict_json(text, kMaxNesting));
+    return parse_config(doc, auth);
 }
 
 Result<PodBinding> parse_pod_binding(std::string_view text) {
@@ -626,7 +573,7 @@ Result<PodBinding> parse_pod_binding(std::string_view text) {
                         "tenant, as in a tenants file",
                         text.size(), kMaxFileBytes));
     }
-    ASSIGN_OR_RETURN(const json doc, parse_json(text));
+    ASSIGN_OR_RETURN(const json doc, parse_strict_json(text, kMaxNesting));
     if (!doc.is_object()) {
         return invalid(
             fmt::format("the binding must be an object with the key \"tenant\" (and, optionally, "
@@ -643,7 +590,7 @@ Result<PodBinding> parse_pod_binding(std::string_view text) {
                          "\"workspace_root\": \"/workspace\", ...}");
     }
     PodBinding binding;
-    ASSIGN_OR_RETURN(binding.tenant, parse_tenant(*tenant, "tenant"));
+    ASSIGN_OR_RETURN(binding.tenant, parse_tenant(*tenant, "tenant", TenantAuth::kTokenHashes));
     RETURN_IF_ERROR(check_apart({binding.tenant}));  // its own tokens, each once
     if (const json* expires = top.find("expires"); expires != nullptr) {
         binding.expires = expires->is_string()
@@ -667,12 +614,12 @@ std::string utc_time_text(std::chrono::sys_seconds time) {
                        clock.hours().count(), clock.minutes().count(), clock.seconds().count());
 }
 
-Result<TenantsConfig> load_tenants(const std::string& path) {
+Result<TenantsConfig> load_tenants(const std::string& path, TenantAuth auth) {
     auto text = read_file(path, kMaxFileBytes);
     if (!text) {
         return std::move(text).error().wrap("tenants file");
     }
-    auto config = parse_tenants(*text, path.ends_with(".toml"));
+    auto config = parse_tenants(*text, path.ends_with(".toml"), auth);
     if (!config) {
         return std::move(config).error().wrap(fmt::format("tenants file {}", as_literal(path)));
     }

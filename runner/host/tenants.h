@@ -1,5 +1,6 @@
 // The tenants file of `stockade serve --http`: who may connect (the SHA-256 of each bearer
-// token, never the token), where each tenant's sessions live, and what each may use. JSON, or
+// token, never the token; with serve --oauth, no token at all: an access token's tenant claim
+// names the tenant), where each tenant's sessions live, and what each may use. JSON, or
 // TOML as `[[tenants]]` tables with a `[tenants.limits]` sub-table:
 //   {"tenants": [{"name": "acme",
 //                 "token_sha256": ["<64 hex>", {"sha256": "<64 hex>", "expires": "2027-01-31"}],
@@ -87,11 +88,20 @@ struct TenantsConfig {
     bool operator==(const TenantsConfig&) const = default;
 };
 
+// How a tenants file's clients say which tenant they are. kTokenHashes: a bearer token whose
+// SHA-256 the tenant lists (token_sha256 is required). kAccessTokens (serve --oauth): an OAuth
+// access token whose tenant claim names the tenant (runner/mcp/oauth.h); token_sha256 is then an
+// error, so that no second way in stays open by mistake. kEither: whatever the file says, for
+// `stockade doctor --tenants`, which checks what does not depend on it.
+enum class TenantAuth { kTokenHashes, kAccessTokens, kEither };
+
 // Parses a tenants file's text: JSON, or TOML when `toml` is true. Every error is one line that
 // names the tenant and key and says how to fix it (kInvalidArgument).
-Result<TenantsConfig> parse_tenants(std::string_view text, bool toml);
+Result<TenantsConfig> parse_tenants(std::string_view text, bool toml,
+                                    TenantAuth auth = TenantAuth::kTokenHashes);
 // Reads and parses FILE (TOML when its name ends in .toml). Errors name the file.
-Result<TenantsConfig> load_tenants(const std::string& path);
+Result<TenantsConfig> load_tenants(const std::string& path,
+                                   TenantAuth auth = TenantAuth::kTokenHashes);
 
 // A pod's binding (`serve --pod`, runner/host/pod_backend.h): the body of POST /admin/bind and
 // the text of --bind-file, JSON:

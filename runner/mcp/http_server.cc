@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/log.h"
+#include "common/quote.h"
 #include "runner/mcp/http_metrics.h"
 #include "runner/mcp/http_sessions.h"
 #include "runner/mcp/listen_address.h"
@@ -422,6 +423,66 @@ private:
         return response;
     }
 
+    // The refusal of a request on /mcp that an OAuth resource server did not let in: 401 (403
+    // for a scope the token lacks), with the challenge that points at the metadata.
+    HttpResponse oauth_refusal(const jwt::Refused* refused) const {
+        const bool scope =
+            refused != nullptr && refused->reason == jwt::Refusal::kInsufficientScope;
+        HttpResponse response =
+            text_response(scope ? 403 : 401, options_.oauth->refusal_text(refused));
+        response.set(bhttp::field::www_authenticate, options_.oauth->challenge(refused));
+        return response;
+    }
+
+    // The Protected Resource Metadata (RFC 9728), to anyone.
+    HttpResponse resource_metadata(const HttpRequest& request) const {
+        if (request.method() != bhttp::verb::get) {
+            HttpResponse response = text_response(405, "Use GET for the resource's metadata.\n");
+            response.set(bhttp::field::allow, "GET");
+            return response;
+        }
+        HttpResponse response = json_response(200, options_.oauth->metadata());
+        response.set(bhttp::field::cache_control, "max-age=300");
+        return response;
+    }
+
+    // Who a request on /mcp is, when its tenant is let in.
+    struct Caller {
+        const HttpTenant* tenant = nullptr;
+        std::string subject;  // an access token's sub (OAuth), else empty
+    };
+
+    // The caller an access token makes of a request on /mcp, or the response refusing it. The
+    // token is never logged; a refused one's sub and jti are, when its signature verified.
+    std::variant<Caller, HttpResponse> authorize(const std::optional<std::string>& token) {
+        if (!token) {
+            return oauth_refusal(nullptr);
+        }
+        jwt::Verdict verdict = options_.oauth->check(*token);
+        if (auto* refused = std::get_if<jwt::Refused>(&verdict)) {
+            SPDLOG_LOGGER_INFO(logger(), "http token refused reason={} sub={} jti={} why={}",
+                               jwt::refusal_name(refused->reason), quote(refused->subject),
+                               quote(refused->jwt_id), quote(refused->detail, 200));
+            return oauth_refusal(refused);
+        }
+        const jwt::AccessToken& access = std::get<jwt::AccessToken>(verdict);
+        const HttpTenant* tenant = backend_.tenant_named(access.tenant);
+        if (tenant == nullptr) {
+            const jwt::Refused unknown{
+                .reason = jwt::Refusal::kUnknownTenant,
+                .detail = "the tenant the token names is not a tenant of this server",
+                .subject = access.subject,
+                .jwt_id = access.jwt_id};
+            SPDLOG_LOGGER_INFO(logger(), "http token refused reason={} sub={} jti={} tenant={}",
+                               jwt::refusal_name(unknown.reason), quote(access.subject),
+                               quote(access.jwt_id), quote(access.tenant));
+            return oauth_refusal(&unknown);
+        }
+        SPDLOG_LOGGER_DEBUG(logger(), "http token accepted tenant={} sub={} jti={}", tenant->name,
+                            quote(access.subject), quote(access.jwt_id));
+        return Caller{.tenant = tenant, .subject = access.subject};
+    }
+
     // ---- routing -------------------------------------------------------------------------------
 
     awaitable<bool> handle(HttpStream& stream, HttpRequest& request) {
@@ -448,6 +509,13 @@ private:
                 why ? text_response(503, *why + "\n") : text_response(200, backend_.ready() + "\n");
             co_return co_await write(stream, std::move(reply), request);
         }
+        if (options_.oauth && options_.oauth->serves_metadata_at(path)) {
+            HttpResponse reply = resource_metadata(request);
+            co_return co_await write(stream, std::move(reply), request);
+        }
+        // With OAuth, /mcp answers any refusal with its challenge; another scheme than Bearer
+        // in Authorization is no token there (RFC 6750 §3.1).
+        const bool oauth_mcp = options_.oauth && path == "/mcp";
         std::optional<std::string> token;
         if (auto ours = options_.token_header ? header(request, "Stockade-Token") : std::nullopt) {
             token = std::string(http::trim_ows(*ours));
@@ -457,7 +525,7 @@ private:
             }
         } else if (auto authorization = header(request, "Authorization")) {
             token = http::bearer_token(*authorization);
-            if (!token) {
+            if (!token && !oauth_mcp) {
                 HttpResponse reply = unauthorized(std::string());
                 co_return co_await write(stream, std::move(reply), request);
             }
@@ -479,15 +547,26 @@ private:
             reply.set(bhttp::field::retry_after, kUnavailableRetryAfter);
             co_return co_await write(stream, std::move(reply), request);
         }
-        const HttpTenant* tenant = backend_.authenticate(options_.auth ? token : std::nullopt);
-        if (tenant == nullptr) {
-            HttpResponse reply = unauthorized(token);
-            co_return co_await write(stream, std::move(reply), request);
+        Caller caller;
+        if (oauth_mcp) {
+            auto authorized = authorize(token);
+            if (auto* refusal = std::get_if<HttpResponse>(&authorized)) {
+                HttpResponse reply = std::move(*refusal);
+                co_return co_await write(stream, std::move(reply), request);
+            }
+            caller = std::get<Caller>(std::move(authorized));
+        } else {
+            caller.tenant = backend_.authenticate(options_.auth ? token : std::nullopt);
+            if (caller.tenant == nullptr) {
+                HttpResponse reply = unauthorized(token);
+                co_return co_await write(stream, std::move(reply), request);
+            }
         }
+        const HttpTenant* tenant = caller.tenant;
         last_request_.store(Clock::now().time_since_epoch().count());
         switch (request.method()) {
             case bhttp::verb::post:
-                co_return co_await post(stream, request, *tenant);
+                co_return co_await post(stream, request, *tenant, caller.subject);
             case bhttp::verb::get:
                 co_return co_await get(stream, request, *tenant);
             case bhttp::verb::delete_:
@@ -500,7 +579,9 @@ private:
         }
     }
 
-    awaitable<bool> post(HttpStream& stream, HttpRequest& request, const HttpTenant& tenant) {
+    // `subject`: the access token's sub, for the log of a session it opens.
+    awaitable<bool> post(HttpStream& stream, HttpRequest& request, const HttpTenant& tenant,
+                         const std::string& subject) {
         const http::Accepts accepts = http::parse_accept(header_or_empty(request, "Accept"));
         if (!accepts.json && !accepts.event_stream) {
             HttpResponse reply =
@@ -572,7 +653,7 @@ private:
             wanted.workspace =
                 std::string(http::trim_ows(header_or_empty(request, "Stockade-Workspace")));
             wanted.image = std::string(http::trim_ows(header_or_empty(request, "Stockade-Image")));
-            auto opened = co_await open_session(tenant, modern, std::move(wanted));
+            auto opened = co_await open_session(tenant, modern, std::move(wanted), subject);
             if (auto* refusal = std::get_if<HttpResponse>(&opened)) {
                 HttpResponse reply = std::move(*refusal);
                 co_return co_await write(stream, std::move(reply), request);
@@ -860,7 +941,7 @@ private:
     // A new session of `tenant` (`shared`: its session for 2026-07-28 requests, opened once),
     // or the response refusing it.
     awaitable<std::variant<std::shared_ptr<McpSession>, HttpResponse>> open_session(
-        const HttpTenant& tenant, bool shared, SessionRequest request) {
+        const HttpTenant& tenant, bool shared, SessionRequest request, const std::string& subject) {
         if (shared) {
             request = {};  // the tenant's shared session is on its workspace root and image
         }
@@ -886,8 +967,9 @@ private:
                 SPDLOG_LOGGER_ERROR(logger(), "http session failed to open tenant={} why={}",
                                     tenant.name, slot->error);
             } else {
-                SPDLOG_LOGGER_INFO(logger(), "http session opened tenant={} session={} shared={}",
-                                   tenant.name, session->short_id(), shared);
+                SPDLOG_LOGGER_INFO(logger(), "http session opened tenant={} session={} shared={}{}",
+                                   tenant.name, session->short_id(), shared,
+                                   subject.empty() ? std::string() : " sub=" + quote(subject));
             }
         } else {
             auto waiter = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);

@@ -3,7 +3,9 @@
 // over a ToolHost the backend opens for it; /healthz, /readyz, /metrics and /admin/sessions for
 // the operator, and the backend's own endpoints under /admin/ (serve --pod's /admin/bind). The
 // server frames, authenticates, routes and meters; the backend decides who a token is, what a
-// session runs in, and when the server is done. No tool or policy logic lives here.
+// session runs in, and when the server is done. No tool or policy logic lives here. As an OAuth
+// resource server (HttpOptions::oauth, runner/mcp/oauth.h) it checks access tokens itself, asks
+// the backend only for the tenant a token names, and serves its Protected Resource Metadata.
 //
 //   2025-11-25, 2025-06-18: `initialize` (POST, no session) opens a session and answers with its
 //     Mcp-Session-Id; later POSTs carry it. A tools/call is answered on an SSE stream that also
@@ -27,6 +29,7 @@
 #include "common/result.h"
 #include "runner/mcp/connection.h"
 #include "runner/mcp/http_rules.h"
+#include "runner/mcp/oauth.h"
 #include "runner/mcp/tool_host.h"
 
 namespace stockade::mcp {
@@ -82,6 +85,10 @@ public:
     // The tenant a request is served for: `token` is its bearer token (nullopt: none). Null
     // refuses the request (401).
     virtual const HttpTenant* authenticate(const std::optional<std::string>& token) = 0;
+    // The tenant named `name`, or null: the tenant an access token's tenant claim names, when
+    // the server checks OAuth access tokens (HttpOptions::oauth) instead of asking
+    // authenticate(). Thread-safe.
+    virtual const HttpTenant* tenant_named(std::string_view /*name*/) { return nullptr; }
     // Whether `token` is the operator's, for /metrics and /admin/sessions.
     virtual bool is_admin(const std::optional<std::string>& token) = 0;
     // Opens the tool host of a new session of `tenant`, as `request` asks. Blocking (a sandbox
@@ -125,6 +132,12 @@ struct HttpOptions {
     std::vector<std::string> allowed_hosts;
     std::vector<std::string> allowed_origins;
     bool auth = true;  // false (--no-auth): every request is the backend's tenant for no token
+    // serve --oauth: /mcp takes the access tokens this resource server lets in, each served as
+    // the tenant its tenant claim names (HttpBackend::tenant_named), and no other token; every
+    // 401 and 403 there says where the Protected Resource Metadata is, which is served without
+    // a token. Null: the backend's tokens (authenticate()). The operator's endpoints keep the
+    // operator's tokens either way.
+    std::shared_ptr<ResourceServer> oauth;
     std::size_t max_header_bytes = std::size_t{16} << 10;
     // A request's head and body must arrive within this; a connection may idle between requests
     // for keep_alive; one write may wait this long for a client that does not read.

@@ -3,11 +3,13 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 
-// Starts `BIN serve --http 127.0.0.1:0 ARGS...` and waits for its "listening on" line. Every
-// chunk of its stdout (marked) and stderr goes to onLog. Returns { serve, port }.
-export async function startServe(bin, args, env, onLog) {
-    const serve = spawn(bin, ['serve', '--http', '127.0.0.1:0', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+// Starts `BIN serve --http ADDRESS ARGS...` (ADDRESS 127.0.0.1:0 unless given) and waits for its
+// "listening on" line. Every chunk of its stdout (marked) and stderr goes to onLog. Returns
+// { serve, port }.
+export async function startServe(bin, args, env, onLog, address = '127.0.0.1:0') {
+    const serve = spawn(bin, ['serve', '--http', address, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     let text = '';
     serve.stdout.on('data', (chunk) => { onLog(`[stdout] ${chunk}`); });
     serve.stderr.on('data', (chunk) => { text += chunk; onLog(String(chunk)); });
@@ -58,4 +60,13 @@ export function chownTree(dir, uid) {
         if (entry.isDirectory()) chownTree(child, uid);
         else fs.lchownSync(child, uid, uid);
     }
+}
+
+// A port nothing listens on now, for a server whose URL must be known before it starts.
+export async function freePort() {
+    const probe = net.createServer();
+    await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address();
+    await new Promise((resolve) => probe.close(resolve));
+    return port;
 }

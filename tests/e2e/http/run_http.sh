@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# ctest entry of the HTTP end-to-end suite (tests/e2e/http/{http,quota,drain,pod}.test.mjs):
-# `stockade serve --http` with its tenants, and as a pod (--pod), driven by the official MCP
-# TypeScript SDK and raw HTTP.
+# ctest entry of the HTTP end-to-end suite (tests/e2e/http/{http,quota,drain,pod,oauth}.test.mjs):
+# `stockade serve --http` with its tenants, as a pod (--pod), and as an OAuth resource server
+# (--oauth), driven by the official MCP TypeScript SDK and raw HTTP.
 #   run_http.sh root|user|load STOCKADE
 # load: bench/http_load.mjs --check (120 sessions of two tenants calling in a loop, over HTTP
 # and stdio, then beside a flooding third tenant): fails on a failed or unanswered call.
@@ -13,7 +13,8 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mode="$1"
 stockade="$2"
-suites=("$here/http.test.mjs" "$here/quota.test.mjs" "$here/drain.test.mjs" "$here/pod.test.mjs")
+suites=("$here/http.test.mjs" "$here/quota.test.mjs" "$here/drain.test.mjs" "$here/pod.test.mjs"
+    "$here/oauth.test.mjs")
 if ! command -v node >/dev/null 2>&1; then
     echo "SKIP: node is not installed (apt-get install nodejs)"
     exit 77

@@ -261,6 +261,28 @@ TEST(TenantsTest, RefusesMissingOrMalformedTokenHashes) {
     EXPECT_THAT(refusal(one_tenant("", kAcmeHash.substr(1) + "g")), HasSubstr("token_sha256[0]"));
 }
 
+TEST(TenantsTest, WithAccessTokensTenantsListNoTokenHashes) {
+    const std::string without = R"({"tenants": [{"name": "acme", "workspace_root": "/a"},
+                                                {"name": "beta", "workspace_root": "/b"}]})";
+    auto oauth = parse_tenants(without, false, TenantAuth::kAccessTokens);
+    ASSERT_THAT(oauth, IsOk());
+    EXPECT_TRUE(oauth->tenants[0].token_hashes.empty());
+    EXPECT_THAT(find_tenant(*oauth, "anything"), IsNull());
+    auto with = parse_tenants(one_tenant(""), false, TenantAuth::kAccessTokens);
+    ASSERT_THAT(with, HasErrc(Errc::kInvalidArgument));
+    EXPECT_THAT(with.error().message,
+                HasSubstr("tenant \"acme\": token_sha256: this server takes OAuth access tokens "
+                          "(serve --oauth)"));
+    EXPECT_THAT(with.error().message, Not(HasSubstr(kAcmeHash)));
+    // stockade doctor --tenants reads either kind.
+    EXPECT_THAT(parse_tenants(without, false, TenantAuth::kEither), IsOk());
+    auto either = parse_tenants(one_tenant(""), false, TenantAuth::kEither);
+    ASSERT_THAT(either, IsOk());
+    EXPECT_EQ(either->tenants[0].token_hashes.size(), 1U);
+    EXPECT_THAT(parse_tenants(one_tenant("", "bad"), false, TenantAuth::kEither),
+                HasErrc(Errc::kInvalidArgument));
+}
+
 TEST(TenantsTest, RefusesATokenOfTwoTenants) {
     const std::string text = R"({"tenants": [
         {"name": "acme", "token_sha256": [")" +

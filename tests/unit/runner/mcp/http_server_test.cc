@@ -1,6 +1,7 @@
 #include "runner/mcp/http_server.h"
 
 #include <poll.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,6 +10,9 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -25,7 +29,9 @@
 
 #include "common/unique_fd.h"
 #include "runner/mcp/http_rules.h"
+#include "runner/mcp/oauth.h"
 #include "tests/testing/fd_leak_checker.h"
+#include "tests/testing/jwt_signer.h"
 #include "tests/testing/matchers.h"
 
 namespace stockade::mcp {
@@ -117,6 +123,12 @@ public:
             return &tenant;
         }
         return *token == "token-o" ? &other : nullptr;
+    }
+    const HttpTenant* tenant_named(std::string_view name) override {
+        if (name == "t") {
+            return &tenant;
+        }
+        return name == "o" ? &other : nullptr;
     }
     bool is_admin(const std::optional<std::string>& token) override { return token == "admin"; }
     Result<std::unique_ptr<ToolHost>> open_session(const HttpTenant& /*tenant*/,
@@ -367,6 +379,7 @@ protected:
         options.drain = drain;
         options.drain_reserve = drain_reserve_;
         options.token_header = token_header_;
+        options.oauth = oauth_;
         options.io_threads = 2;
         server_.emplace(backend_, options);
         ASSERT_THAT(server_->listen(), IsOk());
@@ -445,9 +458,10 @@ protected:
         ADD_FAILURE() << "the server never started draining";
     }
 
-    // Set before start(): HttpOptions::drain_reserve and token_header.
+    // Set before start(): HttpOptions::drain_reserve, token_header and oauth.
     std::chrono::milliseconds drain_reserve_{0};
     bool token_header_ = false;
+    std::shared_ptr<ResourceServer> oauth_;
     testing::FdLeakChecker fd_leak_checker_;
     Backend backend_;
     std::optional<HttpServer> server_;
@@ -1027,6 +1041,163 @@ TEST_F(HttpServerTest, ATenantsSessionsAreBoundedByMaxSessions) {
     EXPECT_EQ(refused.header("retry-after"), "10");
     EXPECT_NE(refused.body.find("This tenant has 1 sessions open, its limit."), std::string::npos)
         << refused.body;
+}
+
+// ---- serve --oauth -----------------------------------------------------------------------------
+
+// The server as an OAuth resource server for https://mcp.example.com/acme/mcp, over a JWKS of an
+// RSA key made by openssl (tests/testing/jwt_signer.h).
+class OAuthServerTest : public HttpServerTest {
+protected:
+    static void SetUpTestSuite() {
+        dir_ =
+            new std::string(std::filesystem::temp_directory_path() / "stockade-http-oauth-XXXXXX");
+        if (::mkdtemp(dir_->data()) != nullptr) {
+            key_ = testing::TestKey::generate(testing::TestKey::Kind::kRsa2048, *dir_, "k1", why_);
+        }
+    }
+
+    static void TearDownTestSuite() {
+        std::error_code ignored;
+        std::filesystem::remove_all(*dir_, ignored);
+        delete dir_;
+    }
+
+    void SetUp() override {
+        if (!key_) {
+            GTEST_SKIP() << *why_;
+        }
+        const std::string jwks = *dir_ + "/jwks.json";
+        std::ofstream(jwks) << json{{"keys", {key_->jwk()}}}.dump();
+        auto server =
+            ResourceServer::open(OAuthConfig{.issuer = "https://auth.example.com",
+                                             .resource = "https://mcp.example.com/acme/mcp",
+                                             .audience = "https://mcp.example.com/acme/mcp",
+                                             .jwks_file = jwks,
+                                             .authorization_servers = {"https://auth.example.com"},
+                                             .scopes_supported = {"mcp:tools"},
+                                             .required_scope = "mcp:tools"});
+        ASSERT_THAT(server, IsOk());
+        oauth_ = std::move(server).value();
+        backend_.anonymous = false;
+        start(1s, /*auth=*/true);
+    }
+
+    // An access token of `tenant`, changed by `edit`.
+    static std::string token(const std::string& tenant,
+                             const std::function<void(json&)>& edit = {}) {
+        const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+        json claims = {{"iss", "https://auth.example.com"},
+                       {"aud", "https://mcp.example.com/acme/mcp"},
+                       {"exp", now + 300},
+                       {"sub", "alice"},
+                       {"jti", "j1"},
+                       {"stockade_tenant", tenant},
+                       {"scope", "mcp:tools"}};
+        if (edit) {
+            edit(claims);
+        }
+        return key_->token(claims);
+    }
+
+    static constexpr const char* kMetadataUrl =
+        "https://mcp.example.com/.well-known/oauth-protected-resource/acme/mcp";
+
+    static inline std::string* dir_ = nullptr;
+    static inline std::string* why_ = new std::string("no temporary directory");
+    static inline std::optional<testing::TestKey> key_;
+};
+
+TEST_F(OAuthServerTest, TheMetadataIsServedWithoutATokenAtEachWellKnownPath) {
+    for (const std::string path :
+         {"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp",
+          "/.well-known/oauth-protected-resource/acme/mcp"}) {
+        Reply reply = exchange(endpoint(), "GET", "", {}, path);
+        EXPECT_EQ(reply.status, 200) << path;
+        EXPECT_EQ(reply.header("content-type"), "application/json");
+        EXPECT_EQ(json::parse(reply.body),
+                  json::parse(R"({"resource": "https://mcp.example.com/acme/mcp",
+                                  "authorization_servers": ["https://auth.example.com"],
+                                  "scopes_supported": ["mcp:tools"],
+                                  "bearer_methods_supported": ["header"]})"));
+    }
+    EXPECT_EQ(
+        exchange(endpoint(), "POST", "{}", {}, "/.well-known/oauth-protected-resource").status,
+        405);
+    EXPECT_EQ(exchange(endpoint(), "GET", "", {}, "/.well-known/oauth-protected-resource/x").status,
+              404);
+}
+
+TEST_F(OAuthServerTest, ARequestWithoutATokenIsToldWhereTheMetadataIs) {
+    const std::string challenge =
+        std::string(R"(Bearer resource_metadata=")") + kMetadataUrl + R"(", scope="mcp:tools")";
+    Reply missing =
+        exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(), kJsonOnly);
+    EXPECT_EQ(missing.status, 401);
+    EXPECT_EQ(missing.header("www-authenticate"), challenge);
+    EXPECT_THAT(missing.body, ::testing::HasSubstr("needs an OAuth access token"));
+    Reply basic = exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(),
+                           {{"Accept", "application/json"}, {"Authorization", "Basic eDp5"}});
+    EXPECT_EQ(basic.status, 401) << "another scheme is no token";
+    EXPECT_EQ(basic.header("www-authenticate"), challenge);
+    Reply get = exchange(endpoint(), "GET", "", {{"Accept", "text/event-stream"}});
+    EXPECT_EQ(get.status, 401);
+    EXPECT_EQ(get.header("www-authenticate"), challenge);
+}
+
+TEST_F(OAuthServerTest, AnAccessTokenOpensASessionOfTheTenantItNames) {
+    const std::string session = open_session("2025-11-25", with_token(token("t"), {}));
+    ASSERT_EQ(session.size(), 64U);
+    Reply listed = exchange(endpoint(), "POST", kToolsList,
+                            in_session(session, with_token(token("t"), kJsonOnly)));
+    EXPECT_EQ(listed.status, 200) << listed.body;
+    Reply other = exchange(endpoint(), "POST", kToolsList,
+                           in_session(session, with_token(token("o"), kJsonOnly)));
+    EXPECT_EQ(other.status, 404) << "another tenant's token does not find it";
+    Reply sessions = exchange(endpoint(), "GET", "", with_token("admin", {}), "/admin/sessions");
+    EXPECT_EQ(json::parse(sessions.body)["sessions"][0]["tenant"], "t");
+}
+
+TEST_F(OAuthServerTest, RefusedTokensGet401AndATokenWithoutTheScopeGets403) {
+    auto refused = [&](const std::string& bearer) {
+        return exchange(endpoint(), "POST", initialize_request("2025-11-25").dump(),
+                        with_token(bearer, kJsonOnly));
+    };
+    const auto challenge = [](const std::string& error, const std::string& description) {
+        return std::string(R"(Bearer resource_metadata=")") + kMetadataUrl + R"(", error=")" +
+               error + R"(", error_description=")" + description + R"(", scope="mcp:tools")";
+    };
+    Reply expired = refused(token("t", [](json& c) { c["exp"] = 1'000'000'000; }));
+    EXPECT_EQ(expired.status, 401);
+    EXPECT_EQ(expired.header("www-authenticate"),
+              challenge("invalid_token", "the token has expired"));
+    Reply audience = refused(token("t", [](json& c) { c["aud"] = "https://mcp.example.com/mcp"; }));
+    EXPECT_EQ(audience.status, 401);
+    EXPECT_EQ(audience.header("www-authenticate"),
+              challenge("invalid_token",
+                        "the token was not issued for this server (aud does not name it)"));
+    Reply unknown = refused(token("nobody"));
+    EXPECT_EQ(unknown.status, 401);
+    EXPECT_EQ(
+        unknown.header("www-authenticate"),
+        challenge("invalid_token", "the tenant the token names is not a tenant of this server"));
+    Reply garbage = refused("not-a-jwt");
+    EXPECT_EQ(garbage.status, 401);
+    Reply scope = refused(token("t", [](json& c) { c["scope"] = "profile"; }));
+    EXPECT_EQ(scope.status, 403);
+    EXPECT_EQ(scope.header("www-authenticate"),
+              challenge("insufficient_scope", "the token does not grant the scope mcp:tools"));
+    EXPECT_THAT(scope.body, ::testing::HasSubstr("does not grant the scope mcp:tools"));
+}
+
+TEST_F(OAuthServerTest, TheOperatorsEndpointsKeepTheOperatorsToken) {
+    Reply access = exchange(endpoint(), "GET", "", with_token(token("t"), {}), "/metrics");
+    EXPECT_EQ(access.status, 401) << "an access token is no operator's token";
+    EXPECT_EQ(access.header("www-authenticate"),
+              R"(Bearer realm="stockade", error="invalid_token")");
+    EXPECT_EQ(exchange(endpoint(), "GET", "", with_token("admin", {}), "/metrics").status, 200);
 }
 
 }  // namespace
