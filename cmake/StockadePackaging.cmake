@@ -105,9 +105,11 @@ same sandbox; stockade serve --http serves many tenants' sessions (its
 systemd unit is included, not enabled).")
 # Shared libraries from dpkg-shlibdeps. ripgrep is a Depends, not a Recommends: grep and glob,
 # two of the seven tools every session offers, run the host's rg (in the sandbox, or carried
-# into one on a stored image) and fail without it. mmdebstrap only serves `image build --suite`.
+# into one on a stored image) and fail without it. libarchive13 is named here because stockade
+# loads it with dlopen (images/libarchive.h), which dpkg-shlibdeps does not see: `image import`,
+# `pull` and `build` need it. mmdebstrap only serves `image build --suite`.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS ripgrep)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "ripgrep, libarchive13 (>= 3.6)")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS mmdebstrap)
 set(CPACK_STRIP_FILES ON)
 # Files 0644 and directories 0755 whatever the umask of whoever builds.

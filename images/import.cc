@@ -1,8 +1,6 @@
 // `stockade image import`: see import.h.
 #include "images/import.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -23,6 +21,7 @@
 #include "common/syscall.h"
 #include "images/archive_reader.h"
 #include "images/entry_path.h"
+#include "images/libarchive.h"
 #include "images/oci_document.h"
 
 namespace stockade::images {
@@ -344,22 +343,23 @@ Result<std::map<std::string, ExtractedFile>> extract_files(
     if (::lseek(fd, 0, SEEK_SET) != 0) {
         return errno_error("rewind the archive", errno);
     }
-    ASSIGN_OR_RETURN(ArchivePtr a, open_reader(LayerSource::from_fd("the archive", fd)));
+    ASSIGN_OR_RETURN(const LibArchive* lib, libarchive());
+    ASSIGN_OR_RETURN(ArchivePtr a, open_reader(*lib, LayerSource::from_fd("the archive", fd)));
     std::map<std::string, ExtractedFile> files;
     uint64_t entries = 0;
     uint64_t bytes = 0;
     std::vector<char> buf(kCopyBlock);
     for (;;) {
         archive_entry* entry = nullptr;
-        const int r = archive_read_next_header(a.get(), &entry);
+        const int r = lib->read_next_header(a.get(), &entry);
         if (r == ARCHIVE_EOF) {
             break;
         }
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
             return Error{Errc::kInvalidArgument,
-                         fmt::format("read the archive: {}", archive_message(a.get()))};
+                         fmt::format("read the archive: {}", archive_message(*lib, a.get()))};
         }
-        const char* raw = archive_entry_pathname(entry);
+        const char* raw = lib->entry_pathname(entry);
         const std::string raw_name = raw != nullptr ? raw : "";
         ++entries;
         RETURN_IF_ERROR(check_limits(entries, bytes, options, raw_name));
@@ -367,7 +367,7 @@ Result<std::map<std::string, ExtractedFile>> extract_files(
         if (!name) {
             return std::move(name).error();
         }
-        if (archive_entry_filetype(entry) != AE_IFREG || !wanted(*name)) {
+        if (lib->entry_filetype(entry) != AE_IFREG || !wanted(*name)) {
             continue;
         }
         const std::string file = fmt::format("file-{}", files.size());
@@ -379,11 +379,11 @@ Result<std::map<std::string, ExtractedFile>> extract_files(
         const UniqueFd out(out_fd);
         Sha256Hasher hasher;
         for (;;) {
-            const la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+            const la_ssize_t n = lib->read_data(a.get(), buf.data(), buf.size());
             if (n < 0) {
                 return Error{Errc::kInvalidArgument,
                              fmt::format("read entry {}: {}", quote_entry_name(*name),
-                                         archive_message(a.get()))};
+                                         archive_message(*lib, a.get()))};
             }
             if (n == 0) {
                 break;
@@ -405,24 +405,24 @@ Result<std::set<std::string>> tar_names(int fd) {
     if (::lseek(fd, 0, SEEK_SET) != 0) {
         return errno_error("rewind the archive", errno);
     }
-    ASSIGN_OR_RETURN(ArchivePtr a, open_reader(LayerSource::from_fd("the archive", fd)));
+    ASSIGN_OR_RETURN(const LibArchive* lib, libarchive());
+    ASSIGN_OR_RETURN(ArchivePtr a, open_reader(*lib, LayerSource::from_fd("the archive", fd)));
     std::set<std::string> names;
     for (;;) {
         archive_entry* entry = nullptr;
-        const int r = archive_read_next_header(a.get(), &entry);
+        const int r = lib->read_next_header(a.get(), &entry);
         if (r == ARCHIVE_EOF) {
             break;
         }
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
             return Error{Errc::kInvalidArgument, fmt::format("read the archive: {}; is it a tar?",
-                                                             archive_message(a.get()))};
+                                                             archive_message(*lib, a.get()))};
         }
-        const char* raw = archive_entry_pathname(entry);
+        const char* raw = lib->entry_pathname(entry);
         if (raw == nullptr) {
             continue;
         }
-        if (auto name = normalize_entry_path(raw);
-            name && archive_entry_filetype(entry) == AE_IFREG) {
+        if (auto name = normalize_entry_path(raw); name && lib->entry_filetype(entry) == AE_IFREG) {
             names.insert(*name);
         }
         // Only the top of the archive says what it is: stop once it is clear.
@@ -604,28 +604,29 @@ Result<Digest> uncompressed_digest(int fd) {
     if (::lseek(fd, 0, SEEK_SET) != 0) {
         return errno_error("rewind the archive", errno);
     }
-    ArchivePtr a(archive_read_new());
-    if (!a || archive_read_support_filter_gzip(a.get()) != ARCHIVE_OK ||
-        archive_read_support_filter_zstd(a.get()) != ARCHIVE_OK ||
-        archive_read_support_filter_xz(a.get()) != ARCHIVE_OK ||
-        archive_read_support_filter_bzip2(a.get()) != ARCHIVE_OK ||
-        archive_read_support_format_raw(a.get()) != ARCHIVE_OK ||
-        archive_read_open_fd(a.get(), fd, kReadBlock) != ARCHIVE_OK) {
+    ASSIGN_OR_RETURN(const LibArchive* lib, libarchive());
+    ArchivePtr a(lib->read_new(), ArchiveDeleter{lib});
+    if (!a || lib->read_support_filter_gzip(a.get()) != ARCHIVE_OK ||
+        lib->read_support_filter_zstd(a.get()) != ARCHIVE_OK ||
+        lib->read_support_filter_xz(a.get()) != ARCHIVE_OK ||
+        lib->read_support_filter_bzip2(a.get()) != ARCHIVE_OK ||
+        lib->read_support_format_raw(a.get()) != ARCHIVE_OK ||
+        lib->read_open_fd(a.get(), fd, kReadBlock) != ARCHIVE_OK) {
         return Error{Errc::kInvalidArgument,
-                     fmt::format("read the archive: {}", a ? archive_message(a.get()) : "")};
+                     fmt::format("read the archive: {}", a ? archive_message(*lib, a.get()) : "")};
     }
     archive_entry* entry = nullptr;
-    if (archive_read_next_header(a.get(), &entry) != ARCHIVE_OK) {
+    if (lib->read_next_header(a.get(), &entry) != ARCHIVE_OK) {
         return Error{Errc::kInvalidArgument,
-                     fmt::format("read the archive: {}", archive_message(a.get()))};
+                     fmt::format("read the archive: {}", archive_message(*lib, a.get()))};
     }
     Sha256Hasher hasher;
     std::vector<char> buf(kCopyBlock);
     for (;;) {
-        const la_ssize_t n = archive_read_data(a.get(), buf.data(), buf.size());
+        const la_ssize_t n = lib->read_data(a.get(), buf.data(), buf.size());
         if (n < 0) {
             return Error{Errc::kInvalidArgument,
-                         fmt::format("decompress the archive: {}", archive_message(a.get()))};
+                         fmt::format("decompress the archive: {}", archive_message(*lib, a.get()))};
         }
         if (n == 0) {
             break;

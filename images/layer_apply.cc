@@ -10,8 +10,6 @@
 // and times deepest first.
 #include "images/layer_apply.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -32,6 +30,7 @@
 #include "common/syscall.h"
 #include "common/unique_fd.h"
 #include "images/archive_reader.h"
+#include "images/libarchive.h"
 
 namespace stockade::images {
 namespace {
@@ -121,14 +120,14 @@ Result<std::vector<std::string>> list_names(int fd) {
 // Writes one layer. Holds what only this layer needs: which inodes it wrote, for whiteouts.
 class LayerWriter {
 public:
-    LayerWriter(int root, const ApplyOptions& options, ApplyStats& stats,
+    LayerWriter(const LibArchive& lib, int root, const ApplyOptions& options, ApplyStats& stats,
                 std::map<InodeKey, LayerApplier::DirFixup>& dirs)
-        : root_(root), options_(options), stats_(stats), dirs_(dirs) {}
+        : lib_(lib), root_(root), options_(options), stats_(stats), dirs_(dirs) {}
 
     Status run(archive* a) {
         for (;;) {
             archive_entry* entry = nullptr;
-            const int r = archive_read_next_header(a, &entry);
+            const int r = lib_.read_next_header(a, &entry);
             if (r == ARCHIVE_EOF) {
                 return ok_status();
             }
@@ -143,10 +142,10 @@ public:
     }
 
 private:
-    static Error archive_error(archive* a, std::string_view what) {
+    Error archive_error(archive* a, std::string_view what) const {
         return Error{Errc::kInvalidArgument,
                      fmt::format("{}: {}; the archive is damaged or not a tar layer", what,
-                                 archive_message(a))};
+                                 archive_message(lib_, a))};
     }
 
     Error refuse(std::string_view name, std::string_view what) const {
@@ -183,16 +182,15 @@ private:
                                      options_.max_entries)};
         }
         ++stats_.entries;
-        const char* raw = archive_entry_pathname(entry);
+        const char* raw = lib_.entry_pathname(entry);
         if (raw == nullptr) {
             return refuse("", "the entry has no name (or one that cannot be read)");
         }
         ASSIGN_OR_RETURN(const std::string path, normalize_entry_path(raw));
-        const la_int64_t size =
-            archive_entry_size_is_set(entry) != 0 ? archive_entry_size(entry) : 0;
+        const la_int64_t size = lib_.entry_size_is_set(entry) != 0 ? lib_.entry_size(entry) : 0;
         const auto declared = static_cast<uint64_t>(std::max<la_int64_t>(size, 0));
-        const char* link_target = archive_entry_hardlink(entry);
-        const mode_t type = archive_entry_filetype(entry);
+        const char* link_target = lib_.entry_hardlink(entry);
+        const mode_t type = lib_.entry_filetype(entry);
 
         if (path.empty()) {
             // "./" or "/": the root itself, whose mode and owner the store decides.
@@ -477,9 +475,8 @@ private:
 
     // Gives an entry made through `fd` (a file or a directory) its owner and xattrs.
     Status owner_and_xattrs(archive_entry* entry, std::string_view name, int fd) {
-        if (options_.preserve_owner &&
-            ::fchown(fd, static_cast<uid_t>(archive_entry_uid(entry)),
-                     static_cast<gid_t>(archive_entry_gid(entry))) != 0) {
+        if (options_.preserve_owner && ::fchown(fd, static_cast<uid_t>(lib_.entry_uid(entry)),
+                                                static_cast<gid_t>(lib_.entry_gid(entry))) != 0) {
             return errno_error(fmt::format("entry {}: set its owner", quote_entry_name(name)),
                                errno);
         }
@@ -498,13 +495,13 @@ private:
     // The entry's xattrs by name. A pax header may carry one twice (libarchive's own
     // LIBARCHIVE.xattr.* and the SCHILY.xattr.* others read), and libarchive lists both: the
     // later wins.
-    static std::map<std::string, std::string> xattrs_of(archive_entry* entry) {
+    std::map<std::string, std::string> xattrs_of(archive_entry* entry) const {
         std::map<std::string, std::string> out;
-        archive_entry_xattr_reset(entry);
+        lib_.entry_xattr_reset(entry);
         const char* key = nullptr;
         const void* value = nullptr;
         std::size_t size = 0;
-        while (archive_entry_xattr_next(entry, &key, &value, &size) == ARCHIVE_OK) {
+        while (lib_.entry_xattr_next(entry, &key, &value, &size) == ARCHIVE_OK) {
             if (key != nullptr) {
                 out[key] = std::string(static_cast<const char*>(value), size);
             }
@@ -514,18 +511,18 @@ private:
 
     // The entry's permission bits without setuid and setgid (the sticky bit stays).
     mode_t safe_mode(archive_entry* entry) {
-        const mode_t mode = archive_entry_perm(entry) & 07777;
+        const mode_t mode = lib_.entry_perm(entry) & 07777;
         if ((mode & 06000) != 0) {
             ++stats_.setid_stripped;
         }
         return mode & 01777;
     }
 
-    static timespec mtime_of(archive_entry* entry) {
+    timespec mtime_of(archive_entry* entry) const {
         timespec t{};
-        if (archive_entry_mtime_is_set(entry) != 0) {
-            t.tv_sec = archive_entry_mtime(entry);
-            t.tv_nsec = archive_entry_mtime_nsec(entry);
+        if (lib_.entry_mtime_is_set(entry) != 0) {
+            t.tv_sec = lib_.entry_mtime(entry);
+            t.tv_nsec = lib_.entry_mtime_nsec(entry);
         }
         return t;
     }
@@ -553,7 +550,7 @@ private:
             const void* block = nullptr;
             std::size_t size = 0;
             la_int64_t offset = 0;
-            const int r = archive_read_data_block(a, &block, &size, &offset);
+            const int r = lib_.read_data_block(a, &block, &size, &offset);
             if (r == ARCHIVE_EOF) {
                 break;
             }
@@ -562,7 +559,7 @@ private:
                 // padding to the next 512-byte block should be: a layer whose writer left the
                 // padding and the end-of-archive blocks out (umoci does). The entry is whole,
                 // and nothing can follow it.
-                const char* why = archive_error_string(a);
+                const char* why = lib_.error_string(a);
                 if (end >= declared && why != nullptr &&
                     std::string_view(why).starts_with("Truncated input file")) {
                     ended_early_ = true;
@@ -646,7 +643,7 @@ private:
 
     Status symlink(archive_entry* entry, std::string_view name, const std::string& dir,
                    const std::string& leaf) {
-        const char* target = archive_entry_symlink(entry);
+        const char* target = lib_.entry_symlink(entry);
         if (target == nullptr || *target == '\0') {
             return refuse(name, "the symbolic link has no target");
         }
@@ -662,8 +659,8 @@ private:
             written_.insert(key_of(st));
         }
         if (options_.preserve_owner &&
-            ::fchownat(parent.get(), leaf.c_str(), static_cast<uid_t>(archive_entry_uid(entry)),
-                       static_cast<gid_t>(archive_entry_gid(entry)), AT_SYMLINK_NOFOLLOW) != 0) {
+            ::fchownat(parent.get(), leaf.c_str(), static_cast<uid_t>(lib_.entry_uid(entry)),
+                       static_cast<gid_t>(lib_.entry_gid(entry)), AT_SYMLINK_NOFOLLOW) != 0) {
             return errno_error(fmt::format("entry {}: set its owner", quote_entry_name(name)),
                                errno);
         }
@@ -744,6 +741,7 @@ private:
         return ok_status();
     }
 
+    const LibArchive& lib_;
     int root_;
     const ApplyOptions& options_;
     ApplyStats& stats_;
@@ -763,11 +761,15 @@ Status LayerApplier::apply(const LayerSource& layer) {
     auto wrap = [&](Error e) {
         return std::move(e).wrap(fmt::format("layer {}", quote_entry_name(layer.name)));
     };
-    auto reader = open_reader(layer);
+    auto lib = libarchive();
+    if (!lib) {
+        return wrap(std::move(lib).error());
+    }
+    auto reader = open_reader(**lib, layer);
     if (!reader) {
         return wrap(std::move(reader).error());
     }
-    LayerWriter writer(root_, options_, stats_, dirs_);
+    LayerWriter writer(**lib, root_, options_, stats_, dirs_);
     if (auto done = writer.run(reader->get()); !done) {
         return wrap(std::move(done).error());
     }

@@ -1,7 +1,5 @@
 #include "images/layer_diff.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +16,7 @@
 #include "common/host_dir.h"
 #include "common/syscall.h"
 #include "common/unique_fd.h"
+#include "images/libarchive.h"
 
 namespace stockade::images {
 namespace {
@@ -27,11 +26,14 @@ namespace {
 constexpr int kMaxDepth = 512;
 constexpr size_t kCopyBlock = size_t{256} * 1024;
 
+// Free a writer and an entry with the library that made them.
 struct WriterDeleter {
-    void operator()(archive* a) const noexcept { (void)archive_write_free(a); }
+    const LibArchive* lib = nullptr;
+    void operator()(archive* a) const noexcept { (void)lib->write_free(a); }
 };
 struct EntryDeleter {
-    void operator()(archive_entry* e) const noexcept { archive_entry_free(e); }
+    const LibArchive* lib = nullptr;
+    void operator()(archive_entry* e) const noexcept { lib->entry_free(e); }
 };
 
 using Entries = std::map<std::string, struct stat>;  // sorted byte by byte
@@ -50,7 +52,8 @@ UniqueFd open_dir_at(int dir, const std::string& name) {
 
 class DiffWriter {
 public:
-    DiffWriter(archive* out, const LayerDiffOptions& options) : out_(out), options_(options) {}
+    DiffWriter(const LibArchive& lib, archive* out, const LayerDiffOptions& options)
+        : lib_(lib), out_(out), options_(options) {}
 
     Status walk(int lower, int upper, const std::string& prefix, int depth) {
         if (depth > kMaxDepth) {
@@ -117,7 +120,7 @@ public:
     }
 
     Status close() {
-        if (archive_write_close(out_) != ARCHIVE_OK) {
+        if (lib_.write_close(out_) != ARCHIVE_OK) {
             return Error{Errc::kInternal, fmt::format("finish the layer: {}", message())};
         }
         return {};
@@ -134,7 +137,7 @@ private:
     }
 
     [[nodiscard]] std::string message() const {
-        const char* text = archive_error_string(out_);
+        const char* text = lib_.error_string(out_);
         return text != nullptr ? text : "no reason given";
     }
 
@@ -161,21 +164,21 @@ private:
     Status write_header(const std::string& path, const struct stat& st, mode_t type,
                         const std::string* target = nullptr, int64_t size = 0,
                         const std::string* hardlink = nullptr) {
-        std::unique_ptr<archive_entry, EntryDeleter> entry(archive_entry_new());
-        archive_entry_set_pathname(entry.get(), path.c_str());
-        archive_entry_set_filetype(entry.get(), type);
-        archive_entry_set_perm(entry.get(), st.st_mode & 07777);
-        archive_entry_set_uid(entry.get(), owner(st.st_uid, options_.own_uid));
-        archive_entry_set_gid(entry.get(), owner(st.st_gid, options_.own_gid));
-        archive_entry_set_mtime(entry.get(), time_of(st), 0);
-        archive_entry_set_size(entry.get(), size);
+        std::unique_ptr<archive_entry, EntryDeleter> entry(lib_.entry_new(), EntryDeleter{&lib_});
+        lib_.entry_set_pathname(entry.get(), path.c_str());
+        lib_.entry_set_filetype(entry.get(), type);
+        lib_.entry_set_perm(entry.get(), st.st_mode & 07777);
+        lib_.entry_set_uid(entry.get(), owner(st.st_uid, options_.own_uid));
+        lib_.entry_set_gid(entry.get(), owner(st.st_gid, options_.own_gid));
+        lib_.entry_set_mtime(entry.get(), time_of(st), 0);
+        lib_.entry_set_size(entry.get(), size);
         if (target != nullptr) {
-            archive_entry_set_symlink(entry.get(), target->c_str());
+            lib_.entry_set_symlink(entry.get(), target->c_str());
         }
         if (hardlink != nullptr) {
-            archive_entry_set_hardlink(entry.get(), hardlink->c_str());
+            lib_.entry_set_hardlink(entry.get(), hardlink->c_str());
         }
-        if (archive_write_header(out_, entry.get()) != ARCHIVE_OK) {
+        if (lib_.write_header(out_, entry.get()) != ARCHIVE_OK) {
             return Error{Errc::kInternal,
                          fmt::format("write {} into the layer: {}", path, message())};
         }
@@ -216,7 +219,7 @@ private:
                              fmt::format("{} shrank while it was written into the layer", path)};
             }
             const auto chunk = std::min<int64_t>(n, left);
-            if (archive_write_data(out_, buf.data(), static_cast<size_t>(chunk)) != chunk) {
+            if (lib_.write_data(out_, buf.data(), static_cast<size_t>(chunk)) != chunk) {
                 return Error{Errc::kInternal,
                              fmt::format("write {} into the layer: {}", path, message())};
             }
@@ -226,6 +229,7 @@ private:
         return {};
     }
 
+    const LibArchive& lib_;
     archive* out_;
     const LayerDiffOptions& options_;
     LayerDiffStats stats_{};
@@ -236,13 +240,14 @@ private:
 
 Result<LayerDiffStats> write_layer_diff(int lower_fd, int upper_fd, int out_fd,
                                         const LayerDiffOptions& options) {
-    std::unique_ptr<archive, WriterDeleter> out(archive_write_new());
-    if (!out || archive_write_set_format_pax_restricted(out.get()) != ARCHIVE_OK ||
-        archive_write_set_bytes_in_last_block(out.get(), 1) != ARCHIVE_OK ||
-        archive_write_open_fd(out.get(), out_fd) != ARCHIVE_OK) {
+    ASSIGN_OR_RETURN(const LibArchive* lib, libarchive());
+    std::unique_ptr<archive, WriterDeleter> out(lib->write_new(), WriterDeleter{lib});
+    if (!out || lib->write_set_format_pax_restricted(out.get()) != ARCHIVE_OK ||
+        lib->write_set_bytes_in_last_block(out.get(), 1) != ARCHIVE_OK ||
+        lib->write_open_fd(out.get(), out_fd) != ARCHIVE_OK) {
         return Error{Errc::kInternal, "start a layer archive"};
     }
-    DiffWriter writer(out.get(), options);
+    DiffWriter writer(*lib, out.get(), options);
     RETURN_IF_ERROR(writer.walk(lower_fd, upper_fd, "", 0));
     RETURN_IF_ERROR(writer.close());
     return writer.stats();
