@@ -15,7 +15,8 @@
 #             creating, starting and ending a container of the Debian root the image is made on.
 #   warm      a pod of a warm pool: started unbound and ready beforehand (untimed); the clock
 #             runs from POST /admin/bind to the answer of the first bash `true` (what a claimed
-#             session waits for).
+#             session waits for). Then the pod's memory (its cgroup's, `podman stats`) with that
+#             session open and its sandbox idle.
 # IMAGE defaults to localhost/stockade:bench, built by packaging/oci/build.sh from BUILD_DIR when
 # podman lacks it; the minbase is made by mmdebstrap once and kept as localhost/debian-minbase:bench.
 # It is a report: it prints p50 and p95 of each and their ratio, and exits 0.
@@ -71,33 +72,50 @@ cat >"$work/bind/tenant.json" <<JSON
 {"tenant": {"name": "bench", "token_sha256": ["$hash"], "workspace_root": "/workspace"}}
 JSON
 chmod -R a+rX "$work/admin" "$work/bind" "$work/empty"
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 
-python3 - "$RUNS" "$IMAGE" "$MINBASE" "$port" "$token" "$work" "$PODMAN_PROFILE" \
+python3 - "$RUNS" "$IMAGE" "$MINBASE" "$token" "$work" "$PODMAN_PROFILE" \
     "$(stat -fc %T /sys/fs/cgroup)" "$ROOT/tests/podman" <<'PY'
-import json, statistics, subprocess, sys, time
-runs, image, minbase, port, token, work, profile, cgroupfs, tests = sys.argv[1:]
+import json, socket, statistics, subprocess, sys, time
+runs, image, minbase, token, work, profile, cgroupfs, tests = sys.argv[1:]
 sys.path.insert(0, tests)
 import mcp_http
 
 podman = ["podman"] + (["--runtime", "runc", "--cgroup-manager=cgroupfs"]
                        if cgroupfs != "cgroup2fs" else [])
 limits = ["--ulimit", "nofile=4096:4096", "--ulimit", "nproc=4096:4096"]
+def free_port():
+    # A port of its own for each container: a published port just released may still answer
+    # from the last one's forwarding for a moment.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+port = 0
 pod = podman + ["run", "-d", "--name", "stockade-bench-pod"] + limits + [
     "--read-only", "--security-opt", "unmask=ALL", "--security-opt", "seccomp=" + profile,
     "--cap-drop", "ALL", "--uidmap", "0:200000:65536", "--gidmap", "0:200000:65536",
-    "-p", f"127.0.0.1:{port}:8888",
+    "-p", "PUBLISH",
     "-v", f"{work}/admin:/etc/stockade/admin:ro", "-v", f"{work}/bind:/etc/stockade/bind:ro",
     "-v", f"{work}/workspace:/workspace", "-v", f"{work}/state:/var/lib/stockade",
     image, "--pod", "--admin-token-file", "/etc/stockade/admin/token-sha256",
     "--bind-file", "/etc/stockade/bind/tenant.json"]
 anchor = podman + ["run", "--rm", "--network", "none"] + limits + [minbase, "true"]
-url = f"http://127.0.0.1:{port}/mcp"
+
+
+def started(command):
+    """Starts a pod of `command` on a port of its own; its URL base."""
+    global port
+    port = free_port()
+    subprocess.run([f"127.0.0.1:{port}:8888" if a == "PUBLISH" else a for a in command],
+                   check=True, stdout=subprocess.DEVNULL)
+    return f"http://127.0.0.1:{port}"
+
 
 
 def stockade_once():
     start = time.monotonic_ns()
-    subprocess.run(pod, check=True, stdout=subprocess.DEVNULL)
+    url = started(pod) + "/mcp"
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -123,13 +141,26 @@ warm_pod = [a if a != f"{work}/bind:/etc/stockade/bind:ro" else f"{work}/empty:/
 warm_pod = warm_pod[:warm_pod.index("--bind-file")]
 
 
+memory = []
+
+
+def to_mib(text):
+    units = {"B": 1 / 1048576, "kB": 1000 / 1048576, "KB": 1000 / 1048576, "MB": 1e6 / 1048576,
+             "GB": 1e9 / 1048576, "KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
+    for unit in sorted(units, key=len, reverse=True):
+        if text.endswith(unit):
+            return float(text[:-len(unit)]) * units[unit]
+    raise ValueError(f"pod.sh: podman stats said {text!r}")
+
+
 def warm_once():
-    subprocess.run(warm_pod, check=True, stdout=subprocess.DEVNULL)
+    base = started(warm_pod)
+    url = base + "/mcp"
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                status, _, _ = mcp_http.request(f"http://127.0.0.1:{port}/readyz", "GET")
+                status, _, _ = mcp_http.request(base + "/readyz", "GET")
                 if status == 200:
                     break
             except OSError:
@@ -139,7 +170,7 @@ def warm_once():
             time.sleep(0.005)
         binding = json.load(open(f"{work}/bind/tenant.json"))
         start = time.monotonic_ns()
-        status, _, body = mcp_http.request(f"http://127.0.0.1:{port}/admin/bind", "POST", binding,
+        status, _, body = mcp_http.request(base + "/admin/bind", "POST", binding,
                                            {"Stockade-Token": "admin-" + token})
         if status != 200:
             sys.exit(f"pod.sh: POST /admin/bind: {status} {body!r}")
@@ -148,6 +179,11 @@ def warm_once():
         took = time.monotonic_ns() - start
         if result.get("isError"):
             sys.exit(f"pod.sh: bash true failed in the warm pod: {result}")
+        # The pod's memory (its cgroup's) with that session open and its sandbox idle.
+        usage = subprocess.run(podman + ["stats", "--no-stream", "--format", "{{.MemUsage}}",
+                                         "stockade-bench-pod"],
+                               capture_output=True, text=True, check=True).stdout.split("/")[0]
+        memory.append(to_mib(usage.strip()))
         return took
     finally:
         subprocess.run(podman + ["rm", "-f", "-t", "0", "stockade-bench-pod"],
@@ -178,6 +214,8 @@ print(f"  stockade pod to first tools/call  {p(ours, .5):8.1f}  {p(ours, .95):8.
 print(f"  podman run minbase true           {p(theirs, .5):8.1f}  {p(theirs, .95):8.1f}")
 print(f"  ratio (p50)                       {statistics.median(ours) / statistics.median(theirs):8.2f}x")
 print(f"warm pod, bind to first tools/call  {p(warm, .5):8.1f}  {p(warm, .95):8.1f}")
+print(f"bound pod's memory, one session open (MiB, podman stats): "
+      f"median {statistics.median(memory):.1f}, max {max(memory):.1f}")
 PY
 
 size() { podman image inspect --format '{{.Size}}' "$1"; }
