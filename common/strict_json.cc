@@ -86,7 +86,7 @@ Result<json> parse_strict_json(std::string_view text, std::size_t max_depth) {
         return Error{Errc::kInvalidArgument, json_error_text(e)};
     }
     if (found_repeat) {
-        return Error{Errc::kInvalidArgument, fmt::format("{}: given twice: keep one", repeated)};
+        return Error{Errc::kInvalidArgument, fmt::format("{}: given twice", repeated)};
     }
     return doc;
 }

@@ -16,7 +16,7 @@ namespace stockade {
 
 // The document, or kInvalidArgument on one line: "invalid JSON at line 3, column 5: ...",
 // "invalid JSON: nested deeper than 16 levels", or the path of a repeated key:
-// "tenants[1].limits.memory: given twice: keep one".
+// "tenants[1].limits.memory: given twice".
 Result<nlohmann::json> parse_strict_json(std::string_view text, std::size_t max_depth);
 
 }  // namespace stockade

@@ -1,13 +1,12 @@
 #include "images/oci_document.h"
 
-#include <set>
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/json_depth.h"
 #include "common/parse.h"
 #include "common/quote.h"
+#include "common/strict_json.h"
 #include "images/reference.h"
 
 namespace stockade::images {
@@ -31,17 +30,9 @@ std::string item_path(std::string_view path, std::size_t index) {
     return fmt::format("{}[{}]", path, index);
 }
 
-// nlohmann's message without its "[json.exception.parse_error.101] " prefix.
-std::string json_error_text(const json::exception& e) {
-    std::string_view what = e.what();
-    if (const std::size_t end = what.find("] "); what.starts_with('[') && end != what.npos) {
-        what.remove_prefix(end + 2);
-    }
-    return fmt::format("invalid JSON: {}", what);
-}
-
-// JSON within our bounds, with a key given twice in one object refused: two readers of such a
-// document may each take a different one of the two values, and then see two different images.
+// JSON within our bounds, with a key given twice in one object refused (common/strict_json.h):
+// two readers of such a document may each take a different one of the two values, and then see
+// two different images.
 Result<json> parse_json(std::string_view text) {
     if (text.size() > kMaxDocumentBytes) {
         return Error{Errc::kResourceExhausted,
@@ -52,62 +43,7 @@ Result<json> parse_json(std::string_view text) {
         return Error{Errc::kResourceExhausted,
                      fmt::format("nested deeper than {} levels", kMaxDocumentNesting)};
     }
-    struct Open {
-        std::string path;
-        bool array = false;
-        std::size_t items = 0;
-        std::string key{};
-        std::set<std::string> keys{};
-    };
-    std::vector<Open> open;
-    std::string repeated;
-    auto next_path = [&]() -> std::string {
-        if (open.empty()) {
-            return "";
-        }
-        Open& parent = open.back();
-        if (parent.array) {
-            return item_path(parent.path, parent.items++);
-        }
-        return member_path(parent.path, parent.key);
-    };
-    auto note = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
-        switch (event) {
-            case json::parse_event_t::object_start:
-            case json::parse_event_t::array_start:
-                open.push_back(
-                    {.path = next_path(), .array = event == json::parse_event_t::array_start});
-                break;
-            case json::parse_event_t::object_end:
-            case json::parse_event_t::array_end:
-                if (!open.empty()) {
-                    open.pop_back();
-                }
-                break;
-            case json::parse_event_t::key:
-                if (!open.empty()) {
-                    open.back().key = parsed.get<std::string>();
-                    if (!open.back().keys.insert(open.back().key).second && repeated.empty()) {
-                        repeated = member_path(open.back().path, open.back().key);
-                    }
-                }
-                break;
-            case json::parse_event_t::value:
-                next_path();  // counts an array's item
-                break;
-        }
-        return true;
-    };
-    json doc;
-    try {
-        doc = json::parse(text, note);
-    } catch (const json::exception& e) {
-        return invalid(json_error_text(e));
-    }
-    if (!repeated.empty()) {
-        return field_error(repeated, "given twice");
-    }
-    return doc;
+    return parse_strict_json(text, kMaxDocumentNesting);
 }
 
 std::string_view type_name(const json& value) {
