@@ -866,10 +866,12 @@ TEST(EditCascadeTest, ANewLineAtHalfTheModelsStepIsRefused) {
         "\t}\n"
         "\treturn nil\n"
         "}\n";
-    const auto o = edit(go,
-                        "    if err := setup(); err != nil {\n"
-                        "        return err\n"
-                        "    }",
+    // Quoted with four spaces a level: the if at one level, the return at two.
+    const std::string_view quoted =
+        "    if err := setup(); err != nil {\n"
+        "        return err\n"
+        "    }";
+    const auto o = edit(go, quoted,
                         "    if err := setup(); err != nil {\n"
                         "      log.Print(err)\n"
                         "        return err\n"
@@ -879,10 +881,7 @@ TEST(EditCascadeTest, ANewLineAtHalfTheModelsStepIsRefused) {
     EXPECT_EQ(failed(o).indentation->line, 2U);
     EXPECT_EQ(failed(o).indentation->file_line, "\tif err := setup(); err != nil {");
     // A whole step deeper is a level deeper.
-    const auto whole = edit(go,
-                            "    if err := setup(); err != nil {\n"
-                            "        return err\n"
-                            "    }",
+    const auto whole = edit(go, quoted,
                             "    if err := setup(); err != nil {\n"
                             "        log.Print(err)\n"
                             "        return err\n"
