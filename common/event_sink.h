@@ -13,8 +13,10 @@ class EventSink {
 public:
     virtual ~EventSink() = default;
     // Records one event of `type` ("ToolCompleted", "FileModified", ...) with its fields.
-    // `durable`: on disk before this returns (it records a change); otherwise it may wait for
-    // the next durable one. Thread-safe; never fails the caller (a sink logs its own errors).
+    // `durable` (it records a change): made to reach the disk soon, without waiting for the
+    // next durable one; the event log writes every event before this returns and syncs
+    // durable ones off the caller's path. Thread-safe; never fails the caller (a sink logs its
+    // own errors).
     virtual void record(std::string_view type, nlohmann::json fields, bool durable) = 0;
 };
 

@@ -4,8 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <deque>
+#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -64,6 +69,104 @@ EventLog::Replay parse_log(const std::string& text) {
 }
 
 constexpr size_t kMaxLogBytes = size_t{1} << 30;
+
+}  // namespace
+
+struct EventLog::SyncState {
+    SyncState(UniqueFd f, std::string id) : fd(std::move(f)), session(std::move(id)) {}
+    const UniqueFd fd;
+    const std::string session;  // for the warnings
+    std::mutex mutex;           // the three below
+    uint64_t requested = 0;     // durable events written
+    uint64_t synced = 0;        // of those, the ones an fdatasync that began after them ended
+    bool queued = false;        // in the syncer's queue, its sync not begun
+
+    // fdatasync of everything written so far.
+    void sync() {
+        uint64_t target = 0;
+        {
+            std::lock_guard lock(mutex);
+            queued = false;
+            target = requested;
+        }
+        if (::fdatasync(fd.get()) != 0) {
+            SPDLOG_LOGGER_WARN(log::get("runner"), "event log fdatasync failed session={} error={}",
+                               session, errno_string(errno));
+            return;
+        }
+        std::lock_guard lock(mutex);
+        synced = std::max(synced, target);
+    }
+};
+
+namespace {
+
+// The one thread that syncs every event log of the process, in the order durable events asked
+// for it. A log already queued is not queued twice: the sync that takes it off the queue covers
+// every event written until then, and what comes while it runs queues the log again.
+class Syncer {
+public:
+    static Syncer& instance() {
+        static Syncer syncer;
+        return syncer;
+    }
+    Syncer(const Syncer&) = delete;
+    Syncer& operator=(const Syncer&) = delete;
+    ~Syncer() {
+        {
+            std::lock_guard lock(mutex_);
+            stopping_ = true;
+        }
+        wake_.notify_one();
+        thread_.join();  // after the queue is drained
+    }
+
+    void enqueue(std::shared_ptr<EventLog::SyncState> state) {
+        {
+            std::lock_guard lock(mutex_);
+            queue_.push_back(std::move(state));
+        }
+        wake_.notify_one();
+    }
+
+    // Takes `state` off the queue and waits for a sync of it that has begun: its log is being
+    // closed, and closes its descriptor itself.
+    void forget(const EventLog::SyncState* state) {
+        std::unique_lock lock(mutex_);
+        std::erase_if(queue_, [state](const auto& queued) { return queued.get() == state; });
+        idle_.wait(lock, [this, state] { return running_ != state; });
+    }
+
+private:
+    Syncer() : thread_([this] { run(); }) {}
+
+    void run() {
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+            if (queue_.empty()) {
+                return;  // stopping, nothing left
+            }
+            std::shared_ptr<EventLog::SyncState> state = std::move(queue_.front());
+            queue_.pop_front();
+            running_ = state.get();
+            lock.unlock();
+            state->sync();
+            state.reset();
+            lock.lock();
+            running_ = nullptr;
+            idle_.notify_all();
+        }
+    }
+
+    std::mutex mutex_;
+    std::condition_variable wake_;  // the thread: work, or stop
+    std::condition_variable idle_;  // forget: a sync ended
+    std::deque<std::shared_ptr<EventLog::SyncState>> queue_;
+    const EventLog::SyncState* running_ = nullptr;  // the log being synced
+    bool stopping_ = false;
+    std::thread thread_;  // last: starts when everything above exists
+};
 
 }  // namespace
 
@@ -134,10 +237,41 @@ Result<EventLog::Replay> EventLog::read_supervisor_log(int dir_fd, const std::st
     return parse_log(*text);
 }
 
+EventLog::EventLog(UniqueFd fd, std::string session_id, uint64_t next_seq)
+    : sync_(std::make_shared<SyncState>(std::move(fd), session_id)),
+      session_id_(std::move(session_id)),
+      next_seq_(next_seq) {}
+
 EventLog::EventLog(EventLog&& other) noexcept
-    : fd_(std::move(other.fd_)),
+    : sync_(std::move(other.sync_)),
       session_id_(std::move(other.session_id_)),
       next_seq_(other.next_seq_) {}
+
+EventLog::~EventLog() {
+    if (sync_ == nullptr) {
+        return;  // moved from
+    }
+    uint64_t requested = 0;
+    uint64_t synced = 0;
+    {
+        std::lock_guard lock(sync_->mutex);
+        requested = sync_->requested;
+        synced = sync_->synced;
+    }
+    if (requested == 0) {
+        return;  // never handed to the syncer
+    }
+    Syncer::instance().forget(sync_.get());  // so that the descriptor closes with this log
+    if (synced < requested) {
+        sync_->sync();
+    }
+}
+
+void EventLog::flush() {
+    if (sync_ != nullptr) {
+        sync_->sync();
+    }
+}
 
 void EventLog::record(std::string_view type, nlohmann::json fields, bool durable) {
     nlohmann::json event = nlohmann::json::object();
@@ -153,13 +287,22 @@ void EventLog::record(std::string_view type, nlohmann::json fields, bool durable
         }
     }
     std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    auto written = write_all(fd_.get(), line);
-    if (written && durable && ::fdatasync(fd_.get()) != 0) {
-        written = errno_error("fdatasync", errno);
-    }
+    auto written = write_all(sync_->fd.get(), line);
     if (!written) {
         SPDLOG_LOGGER_WARN(log::get("runner"), "event log append failed type={} error={}", type,
                            written.error().message);
+        return;
+    }
+    if (durable) {
+        bool enqueue = false;
+        {
+            std::lock_guard sync_lock(sync_->mutex);
+            ++sync_->requested;
+            enqueue = !std::exchange(sync_->queued, true);
+        }
+        if (enqueue) {
+            Syncer::instance().enqueue(sync_);
+        }
     }
 }
 

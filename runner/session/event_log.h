@@ -1,9 +1,19 @@
 // The session's event log: the product's audit record (DESIGN.md §6), not developer logging.
-// Versioned JSONL, append-only; durable events are fsync'd before the call returns.
+// Versioned JSONL, append-only.
 //   {"v":1,"seq":7,"ts":"2026-11-30T12:00:00.123Z","session":"s-…","type":"ToolCompleted",...}
+//
+// Every event is written (write(2), into the kernel's page cache) before `record` returns, so
+// nothing recorded is lost when the supervisor crashes, is killed or runs out of memory. A
+// durable event is also made to reach the disk — by one background thread for the whole
+// process (group commit: the events recorded while one fdatasync runs share the next), not on
+// the call's path. What a power cut or a kernel crash can lose is therefore the events of the
+// last sync's time (milliseconds), as it could lose the answer the client had not stored yet;
+// docs/architecture.md ("The event log on disk") gives the whole argument. `flush` and the
+// destructor wait for the disk.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -32,11 +42,15 @@ public:
     EventLog& operator=(EventLog&&) = delete;
     EventLog(const EventLog&) = delete;
     EventLog& operator=(const EventLog&) = delete;
-    ~EventLog() override = default;
+    // Syncs what the background thread has not synced yet.
+    ~EventLog() override;
 
     // Appends one event. Thread-safe. Failures are logged, never thrown: the audit record must
     // not take a tool call down with it.
     void record(std::string_view type, nlohmann::json fields, bool durable) override;
+
+    // Returns when every event recorded so far is on disk (fdatasync). Failures are logged.
+    void flush();
 
     // Every well-formed event of a log, in order, and how many lines were unreadable.
     struct Replay {
@@ -55,11 +69,15 @@ public:
     static Result<Replay> read_supervisor_log(int dir_fd, const std::string& name,
                                               const std::string& shown);
 
+    // What the background syncer shares with a log: its descriptor, and how many durable
+    // writes were asked for and are known on disk. Outlives the EventLog while a sync of it is
+    // queued or running.
+    struct SyncState;
+
 private:
-    EventLog(UniqueFd fd, std::string session_id, uint64_t next_seq)
-        : fd_(std::move(fd)), session_id_(std::move(session_id)), next_seq_(next_seq) {}
+    EventLog(UniqueFd fd, std::string session_id, uint64_t next_seq);
     std::mutex mutex_;
-    UniqueFd fd_;
+    std::shared_ptr<SyncState> sync_;  // holds the descriptor the events are appended to
     std::string session_id_;
     uint64_t next_seq_ = 1;
 };
