@@ -13,7 +13,10 @@
 # the driver (network_client.py driver) sends the agent one command at a time and does the
 # direct counterpart on the host between them, so the two sides alternate.
 #   1  1 GiB download, curl -o /dev/null (in the sandbox through http_proxy, on the host with
-#      --noproxy '*'), REPEAT (3) pairs, median of curl's speed_download  (target ratio >= 0.8)
+#      --noproxy '*'), REPEAT (3) pairs, median of curl's speed_download  (target ratio >= 0.8);
+#      beside it the CPU seconds each side spent (curl's rusage, the supervisor's and the
+#      upstream's utime+stime; softirq work is charged to whichever of them runs) and the
+#      host's idle share: with no CPU idle the ratio follows the ratio of the CPU totals
 #   2  new TCP connection + plain-HTTP GET http://example.test/ read to EOF, python3 client:
 #      to 127.0.0.1:3128 in absolute-form with Proxy-Authorization inside, straight to the
 #      upstream outside; PAIRS (500) pairs after 50 warm-up; p50/p90 and
@@ -100,7 +103,8 @@ if awk -v n="$(nproc)" '{ exit !($1 > n / 2) }' /proc/loadavg; then
 fi
 
 python3 "$ROOT/bench/network_client.py" driver "$STOCKADE" "$TMP/ws" "$PORT" \
-    --repeat "$REPEAT" -n "$PAIRS" --concurrent "$CONNS" --stderr "$TMP/run.stderr" &
+    --repeat "$REPEAT" -n "$PAIRS" --concurrent "$CONNS" --stderr "$TMP/run.stderr" \
+    --upstream-pid "$UPSTREAM_PID" &
 DRIVER_PID=$!
 if ! wait "$DRIVER_PID"; then
     echo "network.sh: the driver failed; stockade run's stderr:" >&2

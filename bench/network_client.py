@@ -13,7 +13,8 @@
     network_client.py driver STOCKADE WORKSPACE UPSTREAM_PORT [options]
         Starts one `stockade run --network allowlist ... -- python3 network_client.py agent`,
         and measures, alternating with the same thing done directly on the host:
-          1  1 GiB download by curl (through the proxy / directly), median of R pairs;
+          1  1 GiB download by curl (through the proxy / directly), median of R pairs, and
+             the CPU each side spent: curl's, the supervisor's, the upstream's (--upstream-pid);
           2  a new connection's plain-HTTP GET, read to EOF, N alternating pairs (p50, p90);
           3  C CONNECT tunnels, each carrying a stalled 1 GiB download: the `stockade run`
              process's VmRSS / VmHWM next to its idle VmRSS.
@@ -22,6 +23,7 @@ import argparse
 import base64
 import os
 import re
+import resource
 import select
 import signal
 import socket
@@ -76,6 +78,15 @@ def curl_cmd(url, direct):
     if direct:
         cmd += ["--noproxy", "*"]
     return cmd + [url]
+
+
+def run_curl(cmd):
+    """Runs curl to its end: (stdout, stderr, exit status, its CPU time in seconds)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return r.stdout, r.stderr, r.returncode, cpu
 
 
 def die_with_parent(sig=signal.SIGKILL):
@@ -160,9 +171,8 @@ def agent(_args):
     for line in sys.stdin:
         cmd, *rest = line.split()
         if cmd == "curl":
-            r = subprocess.run(curl_cmd(rest[0], direct=False), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-            out.write(f"curl {r.stdout.strip()} rc={r.returncode} {r.stderr.strip()[:200]!r}\n")
+            stdout, stderr, rc, cpu = run_curl(curl_cmd(rest[0], direct=False))
+            out.write(f"curl {stdout.strip()} rc={rc} cpu={cpu:.3f} {stderr.strip()[:200]!r}\n")
         elif cmd == "lat":
             try:
                 ns, n, first = one_get(PROXY, get_request(rest[0], NAME, proxy=True))
@@ -288,11 +298,23 @@ class Agent:
 
 
 def parse_curl(text):
-    """'CODE SIZE SPEED rc=N ...' -> (code, size, bytes/s, rc)."""
+    """'CODE SIZE SPEED rc=N cpu=S ...' -> (code, size, bytes/s, rc, curl's CPU seconds)."""
     parts = text.split()
     code, size, speed = parts[0], int(float(parts[1])), float(parts[2])
     rc = int(parts[3].split("=")[1]) if len(parts) > 3 and parts[3].startswith("rc=") else 0
-    return code, size, speed, rc
+    cpu = float(parts[4].split("=")[1]) if len(parts) > 4 and parts[4].startswith("cpu=") else 0.0
+    return code, size, speed, rc, cpu
+
+
+def host_idle():
+    """(idle + iowait, all) clock ticks of the host so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return ticks[3] + ticks[4], sum(ticks)
+
+
+def idle_share(before, after):
+    return (after[0] - before[0]) / max(1, after[1] - before[1])
 
 
 def driver(args):
@@ -330,18 +352,31 @@ def driver(args):
               f"pairs after one warm-up pair; MB/s from curl's speed_download")
         ok_bytes = True
         cpu = []
+        # CPU seconds per GiB of everything on the path (curl, the supervisor, the upstream):
+        # on a host with no idle CPU the throughput ratio follows the ratio of these totals.
+        total_p, total_d = [], []
+        up = args.upstream_pid
         for i in range(args.repeat):
-            c0 = cpu_s(pid)
-            code, size, speed, rc = parse_curl(ag.ask(f"curl {url_proxied}", "curl", timeout=300))
+            c0, u0, h0 = cpu_s(pid), cpu_s(up) if up else 0.0, host_idle()
+            code, size, speed, rc, curl_p = parse_curl(
+                ag.ask(f"curl {url_proxied}", "curl", timeout=300))
             cpu.append(cpu_s(pid) - c0)
+            up_p, idle_p = (cpu_s(up) - u0 if up else 0.0), idle_share(h0, host_idle())
             ok_bytes &= code == "200" and size == GIB and rc == 0
             prox.append(speed)
-            r = subprocess.run(curl_cmd(url_direct, True), stdout=subprocess.PIPE, text=True)
-            code, size, speed, _ = parse_curl(r.stdout + f" rc={r.returncode}")
-            ok_bytes &= code == "200" and size == GIB and r.returncode == 0
+            u0, h0 = cpu_s(up) if up else 0.0, host_idle()
+            stdout, _, rc, curl_d = run_curl(curl_cmd(url_direct, True))
+            code, size, speed, _, _ = parse_curl(stdout + f" rc={rc}")
+            up_d, idle_d = (cpu_s(up) - u0 if up else 0.0), idle_share(h0, host_idle())
+            ok_bytes &= code == "200" and size == GIB and rc == 0
             dire.append(speed)
+            total_p.append(curl_p + cpu[-1] + up_p)
+            total_d.append(curl_d + up_d)
             print(f"    pair {i + 1}: proxied {prox[-1] / 1e6:7.0f} MB/s   direct {dire[-1] / 1e6:7.0f} MB/s"
-                  f"   (supervisor CPU {cpu[-1]:.2f} s)")
+                  f"   ratio {prox[-1] / dire[-1]:.2f}   (supervisor CPU {cpu[-1]:.2f} s)")
+            print(f"            CPU s: proxied {total_p[-1]:.2f} = curl {curl_p:.2f} + supervisor "
+                  f"{cpu[-1]:.2f} + upstream {up_p:.2f}; direct {total_d[-1]:.2f} = curl "
+                  f"{curl_d:.2f} + upstream {up_d:.2f}; host idle {idle_p:.0%} / {idle_d:.0%}")
         mp, md = median(prox), median(dire)
         ratio = mp / md
         after1 = status_kib(pid)
@@ -349,6 +384,10 @@ def driver(args):
               f"ratio proxied/direct {ratio:.2f}" + ("" if ok_bytes else "   (SHORT/FAILED DOWNLOADS)"))
         print(f"    supervisor CPU (utime+stime of `stockade run`) per GiB relayed: median "
               f"{median(cpu):.2f} s")
+        if up:
+            print(f"    CPU per GiB on the path (curl + supervisor + upstream): median proxied "
+                  f"{median(total_p):.2f} s, direct {median(total_d):.2f} s, direct/proxied "
+                  f"{median(total_d) / max(median(total_p), 1e-9):.2f}")
         print(f"    supervisor after the downloads: VmRSS {after1['VmRSS'] / 1024:.1f} MiB, "
               f"VmHWM {after1['VmHWM'] / 1024:.1f} MiB")
         results.append((f"1 GiB throughput ratio proxied/direct {ratio:.2f} >= 0.80",
@@ -437,6 +476,7 @@ def main():
     d.add_argument("--warmup", type=int, default=50)
     d.add_argument("--concurrent", type=int, default=200)
     d.add_argument("--stderr", default=os.devnull)
+    d.add_argument("--upstream-pid", type=int, default=0)
     args = ap.parse_args()
     {"upstream": upstream, "agent": agent, "driver": driver}[args.role](args)
 

@@ -8,12 +8,14 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -151,6 +153,37 @@ ssize_t probe(int fd, std::string* data = nullptr) {
         data->assign(buffer, static_cast<size_t>(n));
     }
     return n;
+}
+
+// One of this process's TCP sockets on 127.0.0.1 whose peer is at `peer_port`, and whose own
+// port is `local_port` unless that is 0; -1 when there is none. The proxy runs on a thread of
+// the test, so the sockets it made are among them.
+int socket_to(uint16_t peer_port, uint16_t local_port = 0) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        const int fd = std::stoi(entry.path().filename().string());
+        struct stat st {};
+        sockaddr_in peer{};
+        socklen_t len = sizeof peer;
+        if (::fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+            ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0 ||
+            peer.sin_family != AF_INET || ntohs(peer.sin_port) != peer_port) {
+            continue;
+        }
+        if (local_port == 0 || port_of(fd) == local_port) {
+            return fd;
+        }
+    }
+    return -1;
+}
+
+// The socket's congestion control algorithm ("reno", "cubic", "bbr"), or "" on an error.
+std::string congestion_control(int fd) {
+    char name[16] = {};
+    socklen_t len = sizeof name;
+    if (::getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) {
+        return "";
+    }
+    return std::string(name, ::strnlen(name, len));
 }
 
 // The peer closed (EOF or reset), not a timeout and no data.
@@ -492,6 +525,54 @@ TEST_F(ProxyTest, ConnectRelaysBothWaysAndReportsOnce) {
     std::this_thread::sleep_for(milliseconds(50));
     EXPECT_EQ(records_.size(), 1U);
     EXPECT_TRUE(no_connections_left()) << proxy_->open_connections();
+}
+
+// The sandbox's side of a connection is loopback: the proxy's socket there does not pace
+// (Reno), whatever the host's default. The upstream's side keeps the host's default.
+TEST_F(ProxyTest, TheSandboxSideOfATunnelDoesNotPace) {
+    Upstream upstream(echo);
+    start({.pins = {pin("echo.test", 7, upstream.port())}});
+    UniqueFd client = tunnel("echo.test:7");
+    ASSERT_TRUE(client.valid());
+    ASSERT_TRUE(send_all(client.get(), "ping"));
+    EXPECT_EQ(read_exactly(client.get(), 4), "ping");  // relaying: both sockets are open
+
+    const int sandbox_side = socket_to(port_of(client.get()), port_);
+    ASSERT_GE(sandbox_side, 0);
+    EXPECT_EQ(congestion_control(sandbox_side), "reno");
+    const int upstream_side = socket_to(upstream.port());
+    ASSERT_GE(upstream_side, 0);
+    const UniqueFd fresh(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    EXPECT_EQ(congestion_control(upstream_side), congestion_control(fresh.get()));
+}
+
+// After a bulk stream the relay waits for a batch before it wakes: a tail shorter than that,
+// with no end after it, must arrive all the same. Each round sends 1 MiB, then ten bytes only
+// once the client has read it all and asks, and waits for the client again.
+TEST_F(ProxyTest, TheShortTailOfABulkStreamArrivesWithoutItsEnd) {
+    constexpr int kRounds = 8;
+    const std::string bulk(size_t{1} << 20, 'b');
+    Upstream upstream([&bulk](Upstream&, int fd) {
+        for (int round = 0; round < kRounds; ++round) {
+            if (!send_all(fd, bulk) || read_until(fd, "more\n").empty() ||
+                !send_all(fd, "0123456789") || read_until(fd, "next\n").empty()) {
+                return;
+            }
+        }
+    });
+    start({.pins = {pin("bulk.test", 80, upstream.port())}});
+    UniqueFd client = tunnel("bulk.test:80");
+    ASSERT_TRUE(client.valid());
+    for (int round = 0; round < kRounds; ++round) {
+        ASSERT_EQ(read_exactly(client.get(), bulk.size()).size(), bulk.size()) << round;
+        ASSERT_TRUE(send_all(client.get(), "more\n"));
+        ASSERT_EQ(read_exactly(client.get(), 10), "0123456789") << round;
+        ASSERT_TRUE(send_all(client.get(), "next\n"));
+    }
+    client.reset();
+    const auto records = records_.wait_for(1);
+    ASSERT_EQ(records.size(), 1U);
+    EXPECT_EQ(records[0].bytes_received, kRounds * (bulk.size() + 10));
 }
 
 TEST_F(ProxyTest, BytesSentWithTheConnectHeadAreRelayed) {
