@@ -7,6 +7,7 @@
 import { spawn, execFileSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import nodeHttp from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -21,6 +22,28 @@ const DURATION = Number(args.duration ?? 60) * 1000;
 const FLOOD_SESSIONS = Number(args['flood-sessions'] ?? 20);
 const FLOOD_LOOPS = Number(args['flood-loops'] ?? 4);  // concurrent loops per flood session
 const ROOT = process.getuid() === 0;
+// The HTTP client: Node's fetch (what the official TypeScript SDK uses), or node:http with a
+// keep-alive agent, a cheaper client that leaves more of two cores to the server.
+const CLIENT = args.client ?? 'fetch';
+if (!['fetch', 'http'].includes(CLIENT)) throw new Error(`--client fetch|http, not ${CLIENT}`);
+const agent = new nodeHttp.Agent({ keepAlive: true, maxSockets: Infinity });
+// POST `body` to `url` with `headers`: {status, headers (lower-case names), text}.
+async function post(url, headers, body) {
+    if (CLIENT === 'fetch') {
+        const r = await fetch(url, { method: 'POST', headers, body });
+        return { status: r.status, header: (n) => r.headers.get(n), text: await r.text() };
+    }
+    return new Promise((resolve, reject) => {
+        const req = nodeHttp.request(url, { method: 'POST', headers, agent }, (res) => {
+            const chunks = [];
+            res.on('data', (c) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode, header: (n) => res.headers[n] ?? null, text: Buffer.concat(chunks).toString('utf8') }));
+            res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.end(body);
+    });
+}
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const sha256 = (t) => crypto.createHash('sha256').update(t).digest('hex');
 
@@ -78,6 +101,25 @@ function rssKiB(pid) {
         return m ? Number(m[1]) : 0;
     } catch { return 0; }
 }
+// Proportional set size: a page shared by N processes counts 1/N in each (the session worker's
+// code is one sealed memfd that every worker executes).
+function pssKiB(pid) {
+    try {
+        const m = /^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+        return m ? Number(m[1]) : 0;
+    } catch { return 0; }
+}
+// CPU seconds (user + system) a process and the children it reaped have used (/proc/PID/stat).
+const TICK = 100;  // USER_HZ
+function cpuSeconds(pid) {
+    try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) / TICK;  // with reaped children
+    } catch { return 0; }
+}
+const treeCpu = (pids) => pids.reduce((sum, p) => sum + cpuSeconds(p) + descendants(p).reduce((a, d) => a + cpuSeconds(d), 0), 0);
+const clientCpu = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1e6; };
 function descendants(pid) {
     const children = new Map();
     for (const entry of fs.readdirSync('/proc')) {
@@ -106,10 +148,10 @@ class HttpSession {
     }
     async request(method, params) {
         const id = ++this.id;
-        const r = await fetch(URL_, { method: 'POST', headers: this.headers(), body: JSON.stringify({ jsonrpc: '2.0', id, method, params }) });
-        const text = await r.text();
+        const r = await post(URL_, this.headers(), JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+        const text = r.text;
         if (r.status !== 200) throw new Error(`HTTP ${r.status}: ${text.slice(0, 200)}`);
-        if (!this.session) this.session = r.headers.get('mcp-session-id');
+        if (!this.session) this.session = r.header('mcp-session-id');
         const messages = text.trimStart().startsWith('{') ? [JSON.parse(text)]
             : text.split('\n').filter((l) => l.startsWith('data: ') && l.length > 6).map((l) => JSON.parse(l.slice(6)));
         const reply = messages.find((m) => m.id === id);
@@ -118,7 +160,7 @@ class HttpSession {
     }
     async open() {
         await this.request('initialize', { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '0' } });
-        await fetch(URL_, { method: 'POST', headers: this.headers(), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) }).then((r) => r.text());
+        await post(URL_, this.headers(), JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }));
     }
     call(name, a) { return this.request('tools/call', { name, arguments: a }); }
 }
@@ -180,6 +222,7 @@ const answered = (s) => s.read.length + s.bash.length;
 // same page cache, the same neighbours.
 const runTimes = [];
 const rssBefore = rssKiB(server.pid);
+const pssBefore = pssKiB(server.pid);
 const sessions = [];
 const createTimes = [];
 for (let i = 0; i < SESSIONS; ++i) {
@@ -194,15 +237,41 @@ for (let i = 0; i < SESSIONS; ++i) {
 }
 await sleep(1000);
 const rssIdle = rssKiB(server.pid);
+const pssIdle = pssKiB(server.pid);
 const workers = descendants(server.pid);
 const workerRss = workers.reduce((sum, p) => sum + rssKiB(p), 0);
+const workerPss = workers.reduce((sum, p) => sum + pssKiB(p), 0);
+
+// The anchor: as many bwrap sandboxes as sessions, each running `sleep` with the binds a user
+// would type, all namespaces; PSS of every process of theirs (bwrap's monitor, its pid 1, sleep).
+let bwrapPss = NaN;
+let bwrapProcs = 0;
+try {
+    execFileSync('bwrap', ['--version'], { stdio: 'ignore' });
+    const bwraps = [];
+    for (let i = 0; i < SESSIONS; ++i) {
+        const binds = ['/usr', '/bin', '/lib', '/lib64', '/etc'].filter((p) => fs.existsSync(p)).flatMap((p) => ['--ro-bind', p, p]);
+        bwraps.push(spawn('bwrap', [...binds, '--bind', tenants[0].entry.workspace_root, '/workspace', '--tmpfs', '/tmp',
+            '--proc', '/proc', '--dev', '/dev', '--unshare-all', '--die-with-parent', '--', 'sleep', '600'], { stdio: 'ignore' }));
+    }
+    await sleep(1000 + SESSIONS * 5);
+    const procs = bwraps.flatMap((b) => [b.pid, ...descendants(b.pid)]);
+    bwrapProcs = procs.length;
+    bwrapPss = procs.reduce((sum, p) => sum + pssKiB(p), 0);
+    for (const b of bwraps) b.kill('SIGKILL');
+    await sleep(500);
+} catch (e) {
+    console.error(`bwrap anchor skipped: ${e.message}`);
+}
 
 // ---- 2. the loop over HTTP, 3. the same over stdio -----------------------------------------------
 
 // A tenant's session sees its workspace at /workspace (docs/http.md, "Neutral paths").
 const workspaceOfHttp = () => '/workspace';
 const http = newStats();
+const httpCpu0 = [treeCpu([server.pid]), clientCpu()];
 await loop(sessions, Date.now() + DURATION, workspaceOfHttp, http);
+const httpCpu = [treeCpu([server.pid]) - httpCpu0[0], clientCpu() - httpCpu0[1]];
 const rssLoaded = rssKiB(server.pid);
 
 const stdioSessions = [];
@@ -212,7 +281,10 @@ for (let i = 0; i < SESSIONS; ++i) {
     stdioSessions.push(s);
 }
 const stdio = newStats();
+const stdioPids = stdioSessions.map((s) => s.proc.pid);
+const stdioCpu0 = [treeCpu(stdioPids), clientCpu()];
 await loop(stdioSessions, Date.now() + DURATION, (s) => s.workspace, stdio);
+const stdioCpu = [treeCpu(stdioPids) - stdioCpu0[0], clientCpu() - stdioCpu0[1]];
 for (const s of stdioSessions) s.close();
 await sleep(500);
 
@@ -242,7 +314,7 @@ const verdict = (ok) => (ok ? 'met' : '**MISS**');
 const rows = [];
 for (const tool of ['read', 'bash']) {
     const [h50, h99, s50, s99] = [percentile(http[tool], 50), percentile(http[tool], 99), percentile(stdio[tool], 50), percentile(stdio[tool], 99)];
-    rows.push(`| \`${tool}\`, ${SESSIONS} sessions at once | ${ms(h50)} (${ms(h99)}) | ${ms(s50)} (${ms(s99)}) | ${(h50 / s50).toFixed(2)} (${(h99 / s99).toFixed(2)}) | — |`);
+    rows.push(`| \`${tool}\`, ${SESSIONS} sessions at once | ${ms(h50)} (${ms(h99)}) | ${ms(s50)} (${ms(s99)}) | ${(h50 / s50).toFixed(2)} (${(h99 / s99).toFixed(2)}) | p50 ≤ 1.3: ${verdict(h50 / s50 <= 1.3)} |`);
 }
 const runP50 = percentile(runTimes, 50);
 const createP50 = percentile(createTimes, 50);
@@ -252,7 +324,7 @@ for (const tool of ['read', 'bash']) {
     rows.push(`| \`${tool}\` p99 of alpha and beta while gamma floods (${FLOOD_SESSIONS}×${FLOOD_LOOPS} loops) vs without | ${ms(a)} | ${ms(b)} | ${(a / b).toFixed(2)} | ≤ 2: ${verdict(a / b <= 2)} |`);
 }
 const perSession = (rssIdle - rssBefore) / SESSIONS / 1024;
-console.log(`stockade serve --http: ${SESSIONS} sessions (tenants alpha and beta), ${DURATION / 1000} s per phase, ${ROOT ? 'as root' : 'unprivileged'}`);
+console.log(`stockade serve --http: ${SESSIONS} sessions (tenants alpha and beta), ${DURATION / 1000} s per phase, ${ROOT ? 'as root' : 'unprivileged'}, client ${CLIENT === 'fetch' ? "Node's fetch" : 'node:http (keep-alive)'}`);
 console.log('');
 console.log('| figure | HTTP p50 (p99), ms | anchor p50 (p99), ms | ratio | target |');
 console.log('|---|---|---|---|---|');
@@ -260,7 +332,14 @@ for (const r of rows) console.log(r);
 console.log('');
 console.log(`supervisor RSS: ${(rssBefore / 1024).toFixed(1)} MiB before, ${(rssIdle / 1024).toFixed(1)} MiB with ${SESSIONS} idle sessions = ${perSession.toFixed(2)} MiB per session (target ≤ 2: ${verdict(perSession <= 2)}); ${(rssLoaded / 1024).toFixed(1)} MiB after the load`);
 console.log(`their sandboxes: ${workers.length} processes, ${(workerRss / 1024 / SESSIONS).toFixed(2)} MiB RSS per session`);
+const perSessionPss = (workerPss + (pssIdle - pssBefore)) / SESSIONS / 1024;
+console.log(`memory per idle session (its sandbox's PSS plus the supervisor's PSS growth, / ${SESSIONS}): ${perSessionPss.toFixed(2)} MiB (target ≤ 1.5: ${verdict(perSessionPss <= 1.5)}); `
+    + `the supervisor's share ${((pssIdle - pssBefore) / SESSIONS / 1024).toFixed(2)}; bwrap running sleep: ${(bwrapPss / SESSIONS / 1024).toFixed(2)} MiB per sandbox (${bwrapProcs} processes)`);
 console.log(`calls: HTTP ${answered(http)}/${http.sent} answered, ${http.errors} errors; stdio ${answered(stdio)}/${stdio.sent}, ${stdio.errors} errors; flooded phase ${answered(flooded)}/${flooded.sent}, ${flooded.errors} errors; the flood ${answered(flood)}/${flood.sent}, ${flood.errors} errors`);
+const perCall = (cpu, stats) => cpu.map((c) => (c / answered(stats) * 1e6).toFixed(0));
+const [hs, hc] = perCall(httpCpu, http);
+const [ss, sc] = perCall(stdioCpu, stdio);
+console.log(`CPU per call: HTTP ${hs} µs in the server (and its sandboxes), ${hc} µs in the client; stdio ${ss} µs in the servers, ${sc} µs in the client`);
 console.log(`throughput: HTTP ${(answered(http) / (DURATION / 1000)).toFixed(0)} calls/s, stdio ${(answered(stdio) / (DURATION / 1000)).toFixed(0)} calls/s`);
 
 if (args.check) {
