@@ -30,8 +30,11 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
-static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kCensus) + 1);
-static_assert(std::variant_size_v<ReplyValue> == static_cast<size_t>(Op::kCensus) + 1);
+static_assert(std::variant_size_v<RequestArgs> == static_cast<size_t>(Op::kRestore) + 1);
+static_assert(std::variant_size_v<ReplyValue> == static_cast<size_t>(Op::kRestore) + 1);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kSnapshot), ReplyValue>,
+                   Snapshot>);
 static_assert(
     std::is_same_v<std::variant_alternative_t<static_cast<size_t>(Op::kRealPath), ReplyValue>,
                    RealPath>);
@@ -487,7 +490,8 @@ Result<bool> read_exact(int fd, char* buf, size_t len, bool eof_ok, const Deadli
 
 // ---- Frames ---------------------------------------------------------------------------------
 
-Result<std::string> encode_frame(const json& header, std::string_view payload, Utf8 utf8) {
+Result<EncodedFrame> encode_frame_parts(const json& header, std::array<std::string_view, 2> payload,
+                                        Utf8 utf8) {
     std::string text;
     try {
         text = header.dump(
@@ -496,19 +500,69 @@ Result<std::string> encode_frame(const json& header, std::string_view payload, U
     } catch (const json::exception&) {
         return Error{Errc::kInvalidArgument, "encode frame: a string is not valid UTF-8"};
     }
-    const size_t total = kMinFrameBytes + text.size() + payload.size();
+    const size_t total = kMinFrameBytes + text.size() + payload[0].size() + payload[1].size();
     if (total > kMaxFrameBytes) {
         return Error{Errc::kResourceExhausted,
                      fmt::format("encode frame: {} bytes exceed the {}-byte frame limit", total,
                                  kMaxFrameBytes)};
     }
-    std::string out;
-    out.reserve(total);
-    append_le32(out, static_cast<uint32_t>(total));
-    append_le32(out, static_cast<uint32_t>(text.size()));
-    out += text;
-    out += payload;
+    EncodedFrame out;
+    out.head.reserve(kMinFrameBytes + text.size());
+    append_le32(out.head, static_cast<uint32_t>(total));
+    append_le32(out.head, static_cast<uint32_t>(text.size()));
+    out.head += text;
+    out.payload = payload;
     return out;
+}
+
+namespace {
+
+std::string join_parts(EncodedFrame frame) {
+    std::string out = std::move(frame.head);
+    out.reserve(out.size() + frame.payload[0].size() + frame.payload[1].size());
+    out += frame.payload[0];
+    out += frame.payload[1];
+    return out;
+}
+
+// A payload made for the frame (not borrowed from the message) goes into its head.
+EncodedFrame owning(EncodedFrame frame, const std::string& made) {
+    if (!made.empty()) {
+        frame.head += made;
+        frame.payload = {};
+    }
+    return frame;
+}
+
+Status validate_write(const WriteRequest& a) {
+    RETURN_IF_ERROR(check_path(a.path));
+    if (a.bytes.size() > kMaxPayloadBytes) {
+        return Error{Errc::kResourceExhausted,
+                     fmt::format("write of {} bytes exceeds the {}-byte limit", a.bytes.size(),
+                                 kMaxPayloadBytes)};
+    }
+    if (a.mode && *a.mode > 07777) {
+        return malformed(fmt::format("mode {:o} is not a permission mode", *a.mode));
+    }
+    return {};
+}
+
+void put_write(json& h, const WriteRequest& a) {
+    h["root"] = root_name(a.root);
+    h["path"] = a.path;
+    h["make_parents"] = a.make_parents;
+    if (a.mode) {
+        h["mode"] = *a.mode;
+    }
+}
+
+Status validate_args(const RequestArgs& args);
+
+}  // namespace
+
+Result<std::string> encode_frame(const json& header, std::string_view payload, Utf8 utf8) {
+    ASSIGN_OR_RETURN(EncodedFrame frame, encode_frame_parts(header, {payload, {}}, utf8));
+    return join_parts(std::move(frame));
 }
 
 Result<size_t> decode_length_prefix(std::span<const std::byte, kPrefixBytes> prefix) {
@@ -573,13 +627,18 @@ std::string_view op_name(Op op) noexcept {
             return "realpath";
         case Op::kCensus:
             return "census";
+        case Op::kSnapshot:
+            return "snapshot";
+        case Op::kRestore:
+            return "restore";
     }
     return "unknown";
 }
 
 std::optional<Op> op_from_name(std::string_view name) noexcept {
-    for (Op op : {Op::kHello, Op::kStat, Op::kRead, Op::kWrite, Op::kMkdirs, Op::kList, Op::kRg,
-                  Op::kSpawn, Op::kSignal, Op::kCommands, Op::kRealPath, Op::kCensus}) {
+    for (Op op :
+         {Op::kHello, Op::kStat, Op::kRead, Op::kWrite, Op::kMkdirs, Op::kList, Op::kRg, Op::kSpawn,
+          Op::kSignal, Op::kCommands, Op::kRealPath, Op::kCensus, Op::kSnapshot, Op::kRestore}) {
         if (name == op_name(op)) {
             return op;
         }
@@ -633,6 +692,12 @@ Op op_of(const ReplyValue& value) noexcept {
 // ---- Requests -------------------------------------------------------------------------------
 
 Status validate_request(const Request& request) {
+    return validate_args(request.args);
+}
+
+namespace {
+
+Status validate_args(const RequestArgs& args) {
     return std::visit(
         Overloaded{
             [](const HelloArgs&) -> Status { return {}; },
@@ -646,18 +711,7 @@ Status validate_request(const Request& request) {
                 }
                 return {};
             },
-            [](const WriteRequest& a) -> Status {
-                RETURN_IF_ERROR(check_path(a.path));
-                if (a.bytes.size() > kMaxPayloadBytes) {
-                    return Error{Errc::kResourceExhausted,
-                                 fmt::format("write of {} bytes exceeds the {}-byte limit",
-                                             a.bytes.size(), kMaxPayloadBytes)};
-                }
-                if (a.mode && *a.mode > 07777) {
-                    return malformed(fmt::format("mode {:o} is not a permission mode", *a.mode));
-                }
-                return {};
-            },
+            [](const WriteRequest& a) -> Status { return validate_write(a); },
             [](const ListArgs& a) -> Status {
                 RETURN_IF_ERROR(check_path(a.path));
                 if (a.max_entries > kMaxListEntries) {
@@ -726,17 +780,37 @@ Status validate_request(const Request& request) {
             [](const CommandsArgs&) -> Status { return {}; },
             [](const RealPathArgs& a) -> Status { return check_path(a.path); },
             [](const CensusArgs&) -> Status { return {}; },
+            [](const SnapshotRequest& a) -> Status { return validate_snapshot_request(a); },
+            [](const RestoreRequest& a) -> Status { return validate_restore_request(a); },
         },
-        request.args);
+        args);
 }
 
+}  // namespace
+
 Result<std::string> encode_request(const Request& request) {
-    RETURN_IF_ERROR(validate_request(request));
+    ASSIGN_OR_RETURN(EncodedFrame frame, encode_request_parts(request.id, request.args));
+    return join_parts(std::move(frame));
+}
+
+Result<EncodedFrame> encode_write_request(uint64_t id, const WriteRequest& request) {
+    RETURN_IF_ERROR(validate_write(request));
     json h = json::object();
     h["v"] = kVersion;
-    h["id"] = request.id;
-    h["op"] = op_name(op_of(request.args));
+    h["id"] = id;
+    h["op"] = op_name(Op::kWrite);
+    put_write(h, request);
+    return encode_frame_parts(h, {request.bytes, {}}, Utf8::kStrict);
+}
+
+Result<EncodedFrame> encode_request_parts(uint64_t id, const RequestArgs& args) {
+    RETURN_IF_ERROR(validate_args(args));
+    json h = json::object();
+    h["v"] = kVersion;
+    h["id"] = id;
+    h["op"] = op_name(op_of(args));
     std::string_view payload;
+    std::string owned;  // a snapshot's seed, a restore's data
     std::visit(Overloaded{
                    [](const HelloArgs&) {},
                    [&](const StatArgs& a) {
@@ -749,12 +823,7 @@ Result<std::string> encode_request(const Request& request) {
                        h["max_bytes"] = a.max_bytes;
                    },
                    [&](const WriteRequest& a) {
-                       h["root"] = root_name(a.root);
-                       h["path"] = a.path;
-                       h["make_parents"] = a.make_parents;
-                       if (a.mode) {
-                           h["mode"] = *a.mode;
-                       }
+                       put_write(h, a);
                        payload = a.bytes;
                    },
                    [&](const MkdirsArgs& a) {
@@ -791,9 +860,18 @@ Result<std::string> encode_request(const Request& request) {
                        h["path"] = a.path;
                    },
                    [](const CensusArgs&) {},
+                   [&](const SnapshotRequest& a) {
+                       encode_snapshot_request(a, h, owned);
+                       payload = owned;
+                   },
+                   [&](const RestoreRequest& a) {
+                       encode_restore_request(a, h, owned);
+                       payload = owned;
+                   },
                },
-               request.args);
-    return encode_frame(h, payload, Utf8::kStrict);
+               args);
+    ASSIGN_OR_RETURN(EncodedFrame frame, encode_frame_parts(h, {payload, {}}, Utf8::kStrict));
+    return owning(std::move(frame), owned);
 }
 
 Result<Request> decode_request(Frame& frame) {
@@ -807,7 +885,7 @@ Result<Request> decode_request(Frame& frame) {
         if (!op) {
             return malformed(fmt::format("request: unknown op \"{}\"", op_text.substr(0, 64)));
         }
-        if (*op != Op::kWrite) {
+        if (*op != Op::kWrite && *op != Op::kSnapshot && *op != Op::kRestore) {
             RETURN_IF_ERROR(check_no_payload(frame, fmt::format("request \"{}\"", op_text)));
         }
         switch (*op) {
@@ -919,6 +997,15 @@ Result<Request> decode_request(Frame& frame) {
             case Op::kCensus:
                 request.args = CensusArgs{};
                 break;
+            case Op::kSnapshot: {
+                ASSIGN_OR_RETURN(request.args,
+                                 decode_snapshot_request(frame.header, frame.payload));
+                break;
+            }
+            case Op::kRestore: {
+                ASSIGN_OR_RETURN(request.args, decode_restore_request(frame.header, frame.payload));
+                break;
+            }
         }
         if (auto st = validate_request(request); !st) {
             return std::move(st).error().wrap("request");
@@ -947,12 +1034,17 @@ std::optional<uint64_t> recover_id(const Frame& frame) noexcept {
 // ---- Replies --------------------------------------------------------------------------------
 
 Result<std::string> encode_reply(const Reply& reply) {
+    ASSIGN_OR_RETURN(EncodedFrame frame, encode_reply_parts(reply));
+    return join_parts(std::move(frame));
+}
+
+Result<EncodedFrame> encode_reply_parts(const Reply& reply) {
     json h = json::object();
     h["v"] = kVersion;
     h["id"] = reply.id;
     h["ok"] = reply.result.has_value();
-    std::string joined;  // rg's output, then its errors
-    std::string_view payload;
+    std::string made;                           // a payload made for the frame (a snapshot's)
+    std::array<std::string_view, 2> payload{};  // or borrowed from the reply
     if (!reply.result) {
         const Error& e = reply.result.error();
         json err = json::object();
@@ -960,7 +1052,7 @@ Result<std::string> encode_reply(const Reply& reply) {
         err["message"] = e.message.substr(0, kMaxErrorMessageBytes);
         err["errno"] = (e.sys_errno > 0 && e.sys_errno <= 4095) ? e.sys_errno : 0;
         h["error"] = std::move(err);
-        return encode_frame(h, payload, Utf8::kReplace);
+        return encode_frame_parts(h, payload, Utf8::kReplace);
     }
     std::string invalid;  // why the result cannot be encoded
     std::visit(Overloaded{
@@ -969,7 +1061,7 @@ Result<std::string> encode_reply(const Reply& reply) {
                    [&](const ReadData& d) {
                        h["info"] = info_json(d.info);
                        h["truncated"] = d.truncated;
-                       payload = d.bytes;
+                       payload[0] = d.bytes;
                    },
                    [&](const WriteOutcome& w) {
                        h["created"] = w.created;
@@ -1004,10 +1096,7 @@ Result<std::string> encode_reply(const Reply& reply) {
                        h["truncated"] = rg.truncated;
                        h["timed_out"] = rg.timed_out;
                        h["out_bytes"] = rg.out.size();
-                       joined.reserve(rg.out.size() + rg.err.size());
-                       joined = rg.out;
-                       joined += rg.err;
-                       payload = joined;
+                       payload = {rg.out, rg.err};  // its output, then its errors
                    },
                    [&](const SpawnedProcess& p) {
                        if (p.pid < kMinPid || p.pid > kMaxPid || !p.output || !p.status) {
@@ -1058,12 +1147,18 @@ Result<std::string> encode_reply(const Reply& reply) {
                        }
                        h["sessions"] = std::move(arr);
                    },
+                   [&](const Snapshot& snapshot) {
+                       encode_snapshot(snapshot, h, made);
+                       payload[0] = made;
+                   },
+                   [&](const RestoreOutcome& r) { encode_restore_outcome(r, h); },
                },
                *reply.result);
     if (!invalid.empty()) {
         return Error{Errc::kInvalidArgument, fmt::format("encode reply: {}", invalid)};
     }
-    return encode_frame(h, payload, Utf8::kReplace);
+    ASSIGN_OR_RETURN(EncodedFrame frame, encode_frame_parts(h, payload, Utf8::kReplace));
+    return owning(std::move(frame), made);
 }
 
 std::vector<int> reply_fds(const Reply& reply) {
@@ -1237,6 +1332,18 @@ Result<Reply> decode_reply(Frame& frame, Op op, std::vector<UniqueFd>& fds) {
                 ASSIGN_OR_RETURN(reply.result, census_from(f));
                 break;
             }
+            case Op::kSnapshot: {
+                ASSIGN_OR_RETURN(Snapshot s,
+                                 decode_snapshot(frame.header, std::move(frame.payload)));
+                reply.result = ReplyValue{std::move(s)};
+                break;
+            }
+            case Op::kRestore: {
+                RETURN_IF_ERROR(check_no_payload(frame, "reply to \"restore\""));
+                ASSIGN_OR_RETURN(RestoreOutcome r, decode_restore_outcome(frame.header));
+                reply.result = ReplyValue{std::move(r)};
+                break;
+            }
         }
         return reply;
     } catch (const std::exception& e) {
@@ -1246,24 +1353,37 @@ Result<Reply> decode_reply(Frame& frame, Op op, std::vector<UniqueFd>& fds) {
 
 // ---- Blocking I/O ---------------------------------------------------------------------------
 
-Status send_frame(int fd, std::string_view frame, std::span<const int> fds, Deadline deadline) {
+namespace {
+
+// Sends `parts` in order as one stream of bytes, `fds` attached to the first.
+Status send_parts(int fd, std::array<std::string_view, 3> parts, std::span<const int> fds,
+                  Deadline deadline) {
     if (fds.size() > kMaxFdsPerFrame) {
         return Error{Errc::kInvalidArgument,
                      fmt::format("send frame: {} descriptors exceed the limit {}", fds.size(),
                                  kMaxFdsPerFrame)};
     }
-    if (frame.empty()) {
+    if (parts[0].empty() && parts[1].empty() && parts[2].empty()) {
         return Error{Errc::kInvalidArgument, "send frame: empty frame"};
     }
-    size_t sent = 0;
+    size_t first = 0;  // the first part not wholly sent; its sent bytes are cut off it
     bool fds_sent = fds.empty();
-    while (sent < frame.size()) {
+    while (first < parts.size()) {
         // sendmsg takes a non-const iovec base but never writes through it.
-        iovec iov{const_cast<char*>(frame.data() + sent), frame.size() - sent};
+        std::array<iovec, 3> iov{};
+        size_t n_iov = 0;
+        for (size_t i = first; i < parts.size(); ++i) {
+            if (!parts[i].empty()) {
+                iov[n_iov++] = iovec{const_cast<char*>(parts[i].data()), parts[i].size()};
+            }
+        }
+        if (n_iov == 0) {
+            break;
+        }
         FdControl<kMaxFdsPerFrame> control;
         msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
+        msg.msg_iov = iov.data();
+        msg.msg_iovlen = n_iov;
         if (!fds_sent) {
             attach_fds(msg, control, fds);
         }
@@ -1279,9 +1399,27 @@ Status send_frame(int fd, std::string_view frame, std::span<const int> fds, Dead
             return io_error("send frame", errno);
         }
         fds_sent = true;
-        sent += static_cast<size_t>(n);
+        for (auto sent = static_cast<size_t>(n); first < parts.size();) {
+            const size_t cut = std::min(sent, parts[first].size());
+            parts[first].remove_prefix(cut);
+            sent -= cut;
+            if (!parts[first].empty()) {
+                break;
+            }
+            ++first;
+        }
     }
     return {};
+}
+
+}  // namespace
+
+Status send_frame(int fd, std::string_view frame, std::span<const int> fds, Deadline deadline) {
+    return send_parts(fd, {frame, {}, {}}, fds, deadline);
+}
+
+Status send_frame(int fd, const EncodedFrame& frame, std::span<const int> fds, Deadline deadline) {
+    return send_parts(fd, {frame.head, frame.payload[0], frame.payload[1]}, fds, deadline);
 }
 
 Result<std::optional<Received>> recv_frame(int fd, Deadline deadline) {

@@ -24,6 +24,9 @@
 //                  "pty":bool, "interactive":bool, "rows":N, "cols":N (1..kMaxPtyDimension)
 //   signal         "pgid":N, "signal":N (0..kMaxSignal)
 //   commands       nothing more
+//   snapshot       workspace/snapshot.h: "reset", "max_file_bytes", "max_reply_bytes",
+//                  "max_entries", "seed":N; payload = the seed's records
+//   restore        "actions":[[kind, path, mode, length], ...]; payload = their data
 // Replies:   {"v":1,"id":N,"ok":true, ...results}
 //   stat           "info":{"type":"file|directory|symlink|other","size":N,"mtime_ns":N,"mode":N}
 //   read           "info", "truncated":bool; payload = the bytes read
@@ -38,6 +41,10 @@
 //                  [pidfd] — exactly as many as announced
 //   signal         "delivered":bool
 //   commands       "names":[...] sorted, unique, at most kMaxCommandNames, each a file name
+//   snapshot       "changed":[[path, type, mode, size, mtime, ctime, ino, target, too_large,
+//                  length], ...], "removed":[...], "more", "scanned", "skipped"; payload =
+//                  the changed files' bytes in order
+//   restore        "applied":N, "failed":[[index, message], ...]
 //   hello, mkdirs  nothing more
 //            {"v":1,"id":N,"ok":false,"error":{"code":"not-found","message":"...","errno":N}}
 // Replies do not name their op: the requester knows what it asked (decode_reply takes it).
@@ -51,6 +58,7 @@
 // kInvalidArgument (kFailedPrecondition for a version mismatch).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +73,7 @@
 
 #include "common/result.h"
 #include "common/unique_fd.h"
+#include "workspace/snapshot.h"
 #include "workspace/workspace.h"
 
 namespace stockade::workspace::channel {
@@ -108,6 +117,19 @@ enum class Utf8 : uint8_t { kStrict, kReplace };
 Result<std::string> encode_frame(const nlohmann::json& header, std::string_view payload,
                                  Utf8 utf8 = Utf8::kStrict);
 
+// A frame as it is sent: the two lengths and the header, then a payload in up to two parts
+// borrowed from the message it was encoded from (a write's bytes, a read's, rg's output and
+// errors: up to 16 MiB, sent from where they are, never copied into one buffer). Keep the
+// message alive until the frame is sent.
+struct EncodedFrame {
+    std::string head{};
+    std::array<std::string_view, 2> payload{};
+};
+// encode_frame's checks, without the copy; a payload made for the frame is appended to head.
+Result<EncodedFrame> encode_frame_parts(const nlohmann::json& header,
+                                        std::array<std::string_view, 2> payload,
+                                        Utf8 utf8 = Utf8::kStrict);
+
 // Checks the u32 total length read from the first kPrefixBytes of a frame; returns the number
 // of bytes that follow it.
 Result<size_t> decode_length_prefix(std::span<const std::byte, kPrefixBytes> prefix);
@@ -132,6 +154,8 @@ enum class Op : uint8_t {
     kCommands,
     kRealPath,
     kCensus,
+    kSnapshot,
+    kRestore,
 };
 std::string_view op_name(Op op) noexcept;
 std::optional<Op> op_from_name(std::string_view name) noexcept;
@@ -169,9 +193,9 @@ struct RealPathArgs {
     std::string path{};
 };
 struct CensusArgs {};
-using RequestArgs =
-    std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs, RgRequest,
-                 SpawnRequest, SignalArgs, CommandsArgs, RealPathArgs, CensusArgs>;
+using RequestArgs = std::variant<HelloArgs, StatArgs, ReadArgs, WriteRequest, MkdirsArgs, ListArgs,
+                                 RgRequest, SpawnRequest, SignalArgs, CommandsArgs, RealPathArgs,
+                                 CensusArgs, SnapshotRequest, RestoreRequest>;
 
 struct Request {
     uint64_t id = 0;
@@ -188,9 +212,9 @@ struct CommandsResult {
     std::vector<std::string> names{};
 };
 // Move-only: a SpawnedProcess owns its descriptors.
-using ReplyValue =
-    std::variant<HelloResult, FileInfo, ReadData, WriteOutcome, MkdirsResult, std::vector<DirEntry>,
-                 RgOutcome, SpawnedProcess, SignalResult, CommandsResult, RealPath, ProcessCensus>;
+using ReplyValue = std::variant<HelloResult, FileInfo, ReadData, WriteOutcome, MkdirsResult,
+                                std::vector<DirEntry>, RgOutcome, SpawnedProcess, SignalResult,
+                                CommandsResult, RealPath, ProcessCensus, Snapshot, RestoreOutcome>;
 Op op_of(const ReplyValue& value) noexcept;
 
 struct Reply {
@@ -209,6 +233,12 @@ Status validate_request(const Request& request);
 // The decoders move the payload out of `frame` (a write's bytes, a read's, rg's output: up to
 // 16 MiB each, never copied); its header stays, for recover_id.
 Result<std::string> encode_request(const Request& request);
+// The same frame in parts, borrowing the arguments: `args` as request `id` need not be copied
+// into a Request (a write's bytes).
+Result<EncodedFrame> encode_request_parts(uint64_t id, const RequestArgs& args);
+// A write request sent from `request` itself: callers that hold a WriteRequest by reference do
+// not copy its bytes into a RequestArgs to send them.
+Result<EncodedFrame> encode_write_request(uint64_t id, const WriteRequest& request);
 Result<Request> decode_request(Frame& frame);
 // The id of a frame whose request did not decode, when it has one.
 std::optional<uint64_t> recover_id(const Frame& frame) noexcept;
@@ -218,6 +248,8 @@ std::optional<uint64_t> recover_id(const Frame& frame) noexcept;
 // present); what depends on the request (sizes asked for) is the caller's. The descriptors of
 // a spawn reply are not in the frame: send reply_fds(reply) with it.
 Result<std::string> encode_reply(const Reply& reply);
+// The same frame in parts, borrowing a read's bytes and rg's output from `reply`.
+Result<EncodedFrame> encode_reply_parts(const Reply& reply);
 // The descriptors to attach to the encoded reply, in wire order (spawn: output, status,
 // [input], [pidfd]; every other reply: none). They stay owned by `reply`: keep it alive until
 // the frame is sent.
@@ -236,6 +268,9 @@ using Deadline = std::optional<std::chrono::steady_clock::time_point>;
 // Writes one encoded frame, with `fds` attached to its first byte. MSG_NOSIGNAL: a closed peer
 // is an Error (kUnavailable), never SIGPIPE. kDeadlineExceeded if the peer stops reading.
 Status send_frame(int fd, std::string_view frame, std::span<const int> fds = {},
+                  Deadline deadline = std::nullopt);
+// The same for a frame in parts, gathered by sendmsg.
+Status send_frame(int fd, const EncodedFrame& frame, std::span<const int> fds = {},
                   Deadline deadline = std::nullopt);
 
 struct Received {

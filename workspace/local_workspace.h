@@ -31,6 +31,7 @@
 #include "common/result.h"
 #include "common/unique_fd.h"
 #include "workspace/open_beneath.h"
+#include "workspace/snapshot.h"
 #include "workspace/workspace.h"
 
 namespace stockade::workspace {
@@ -160,6 +161,9 @@ public:
     Result<std::vector<std::string>> path_commands() override;
     // Every process /proc shows but this one, by session.
     Result<ProcessCensus> census() override;
+    // The walk and the restore of workspace/snapshot.h, beneath the workspace root.
+    Result<Snapshot> snapshot(const SnapshotRequest& request) override;
+    Result<RestoreOutcome> restore(const RestoreRequest& request) override;
 
     // Reaps every exited child without blocking: a spawned leader's exit report (its wait
     // status and, with Options::stop_leftovers, what it left running: workspace/exit_report.h)
@@ -191,6 +195,7 @@ private:
     RootDir workspace_;
     RootDir spill_;
     Options options_;
+    std::unique_ptr<SnapshotIndex> snapshots_ = std::make_unique<SnapshotIndex>();
 };
 
 }  // namespace stockade::workspace

@@ -72,8 +72,9 @@ Status check_fd(const UniqueFd& fd, FdKind kind, std::string_view what) {
 }
 
 // What a reply must satisfy given the request it answers; the structural checks are in
-// decode_reply.
-Status check_reply(const channel::RequestArgs& request, const channel::ReplyValue& value) {
+// decode_reply. `write`: the request a write's bytes were sent from (Slot::write), if any.
+Status check_reply(const channel::RequestArgs& request, const channel::ReplyValue& value,
+                   const WriteRequest* write) {
     if (channel::op_of(value) != channel::op_of(request)) {
         return invalid_reply("it answers another operation");
     }
@@ -95,10 +96,11 @@ Status check_reply(const channel::RequestArgs& request, const channel::ReplyValu
             },
             [&](const WriteRequest& a) -> Status {
                 const auto& w = std::get<WriteOutcome>(value);
-                if (w.info.type != FileType::kFile || w.info.size != a.bytes.size()) {
+                const size_t written = (write != nullptr ? write->bytes : a.bytes).size();
+                if (w.info.type != FileType::kFile || w.info.size != written) {
                     return invalid_reply(
                         fmt::format("write reports a file of {} bytes for {} bytes written",
-                                    w.info.size, a.bytes.size()));
+                                    w.info.size, written));
                 }
                 return {};
             },
@@ -167,6 +169,36 @@ Status check_reply(const channel::RequestArgs& request, const channel::ReplyValu
                 if (counted != c.total) {
                     return invalid_reply(fmt::format(
                         "census counts {} processes by session but {} in all", counted, c.total));
+                }
+                return {};
+            },
+            [&](const SnapshotRequest& a) -> Status {
+                const auto& snap = std::get<Snapshot>(value);
+                if (snap.changed.size() + snap.removed.size() > a.max_entries) {
+                    return invalid_reply(
+                        fmt::format("snapshot reports {} entries, at most {} "
+                                    "were asked for",
+                                    snap.changed.size() + snap.removed.size(), a.max_entries));
+                }
+                uint64_t bytes = 0;
+                for (const SnapshotEntry& e : snap.changed) {
+                    if (e.bytes.size() > a.max_file_bytes) {
+                        return invalid_reply("snapshot sent a file above max_file_bytes");
+                    }
+                    bytes += e.bytes.size();
+                }
+                if (bytes > a.max_reply_bytes) {
+                    return invalid_reply("snapshot sent more bytes than max_reply_bytes");
+                }
+                return {};
+            },
+            [&](const RestoreRequest& a) -> Status {
+                const auto& r = std::get<RestoreOutcome>(value);
+                if (r.applied + r.failed.size() != a.actions.size() ||
+                    (!r.failed.empty() && r.failed.back().index >= a.actions.size())) {
+                    return invalid_reply(
+                        fmt::format("restore accounts for {} applied and {} failed of {} actions",
+                                    r.applied, r.failed.size(), a.actions.size()));
                 }
                 return {};
             },
@@ -272,7 +304,8 @@ Status RemoteWorkspace::handshake() {
 }
 
 Result<channel::ReplyValue> RemoteWorkspace::call(const channel::RequestArgs& args,
-                                                  std::chrono::milliseconds timeout) {
+                                                  std::chrono::milliseconds timeout,
+                                                  const WriteRequest* write) {
     bool greeted = false;
     {
         std::lock_guard lock(mu_);
@@ -282,7 +315,7 @@ Result<channel::ReplyValue> RemoteWorkspace::call(const channel::RequestArgs& ar
         greeted = greeted_;
     }
     if (greeted) {
-        return exchange(args, timeout);
+        return exchange(args, timeout, write);
     }
     {
         // The first calls wait for one hello; one that failed leaves the next call to retry.
@@ -303,11 +336,12 @@ Result<channel::ReplyValue> RemoteWorkspace::call(const channel::RequestArgs& ar
             }
         }
     }
-    return exchange(args, timeout);
+    return exchange(args, timeout, write);
 }
 
 Result<channel::ReplyValue> RemoteWorkspace::exchange(const channel::RequestArgs& args,
-                                                      std::chrono::milliseconds timeout) {
+                                                      std::chrono::milliseconds timeout,
+                                                      const WriteRequest* write) {
     const Op op = channel::op_of(args);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     uint64_t id = 0;
@@ -320,11 +354,15 @@ Result<channel::ReplyValue> RemoteWorkspace::exchange(const channel::RequestArgs
     }
     // A request that cannot be encoded (a path with NUL, a write above the frame limit) is the
     // caller's error: nothing was sent and the channel stays usable.
-    ASSIGN_OR_RETURN(std::string frame, channel::encode_request(channel::Request{id, args}));
+    // The frame borrows the arguments' payload (a write's bytes) until it is sent.
+    ASSIGN_OR_RETURN(channel::EncodedFrame frame, write != nullptr
+                                                      ? channel::encode_write_request(id, *write)
+                                                      : channel::encode_request_parts(id, args));
 
     Slot slot;
     slot.op = op;
     slot.args = &args;
+    slot.write = write;
     slot.timeout = timeout;
     {
         // Registered before the request goes: its reply may be read before send_frame returns.
@@ -439,7 +477,7 @@ void RemoteWorkspace::read_one(std::unique_lock<std::mutex>& lock, uint64_t self
                          *id);
             return;
         }
-    } else if (auto checked = check_reply(*slot.args, *reply->result); !checked) {
+    } else if (auto checked = check_reply(*slot.args, *reply->result, slot.write); !checked) {
         break_locked(checked.error(), Breakage::kOther, *id);
         return;
     }
@@ -467,7 +505,12 @@ Result<ReadData> RemoteWorkspace::read(Root root, const std::string& path, uint6
 }
 
 Result<WriteOutcome> RemoteWorkspace::write(const WriteRequest& request) {
-    ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, options_.call_timeout));
+    // The bytes go from `request` itself; the arguments hold the rest (op, path, mode).
+    const channel::RequestArgs args{WriteRequest{.root = request.root,
+                                                 .path = request.path,
+                                                 .mode = request.mode,
+                                                 .make_parents = request.make_parents}};
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(args, options_.call_timeout, &request));
     return std::get<WriteOutcome>(std::move(v));
 }
 
@@ -509,6 +552,16 @@ Result<std::vector<std::string>> RemoteWorkspace::path_commands() {
 Result<ProcessCensus> RemoteWorkspace::census() {
     ASSIGN_OR_RETURN(channel::ReplyValue v, call(channel::CensusArgs{}, options_.call_timeout));
     return std::get<ProcessCensus>(std::move(v));
+}
+
+Result<Snapshot> RemoteWorkspace::snapshot(const SnapshotRequest& request) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, options_.call_timeout));
+    return std::get<Snapshot>(std::move(v));
+}
+
+Result<RestoreOutcome> RemoteWorkspace::restore(const RestoreRequest& request) {
+    ASSIGN_OR_RETURN(channel::ReplyValue v, call(request, options_.call_timeout));
+    return std::get<RestoreOutcome>(std::move(v));
 }
 
 }  // namespace stockade::workspace

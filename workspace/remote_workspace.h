@@ -82,6 +82,8 @@ public:
     Result<bool> signal_group(ProcessGroupRef group, int signal) override;
     Result<std::vector<std::string>> path_commands() override;
     Result<ProcessCensus> census() override;
+    Result<Snapshot> snapshot(const SnapshotRequest& request) override;
+    Result<RestoreOutcome> restore(const RestoreRequest& request) override;
 
 private:
     // One call in flight, on its caller's stack; registered in pending_ from before its request
@@ -89,6 +91,7 @@ private:
     struct Slot {
         channel::Op op = channel::Op::kHello;
         const channel::RequestArgs* args = nullptr;  // the caller's, alive while registered
+        const WriteRequest* write = nullptr;         // a write's request, whose bytes are sent
         std::chrono::milliseconds timeout{};
         std::optional<Result<channel::ReplyValue>> result{};  // filled: the call is over
         bool waiting = false;                                 // its caller waits for a reply
@@ -102,11 +105,15 @@ private:
     };
 
     // The hello if there was none, then the exchange. Preconditions: none (takes the locks).
+    // `write`: for a write, the request to send from where it is (up to 16 MiB not copied into
+    // `args`, which then holds a WriteRequest without bytes).
     Result<channel::ReplyValue> call(const channel::RequestArgs& args,
-                                     std::chrono::milliseconds timeout);
+                                     std::chrono::milliseconds timeout,
+                                     const WriteRequest* write = nullptr);
     // Registers, sends, waits (reading while no one else does). Preconditions: none.
     Result<channel::ReplyValue> exchange(const channel::RequestArgs& args,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout,
+                                         const WriteRequest* write = nullptr);
     // The reader's turn: reads one frame and decodes it (mu_ released meanwhile), then hands it
     // to the slot waiting for its id or breaks the channel. `self`: the reader's own slot,
     // whose deadline bounds the read. Preconditions: mu_ held through `lock`, reading_ ours.

@@ -77,19 +77,21 @@ Result<channel::ReplyValue> dispatch(LocalWorkspace& ws, channel::RequestArgs& a
             },
             [&](RealPathArgs& a) { return as_reply(ws.real_path(a.root, a.path)); },
             [&](CensusArgs&) { return as_reply(ws.census()); },
+            [&](SnapshotRequest& a) { return as_reply(ws.snapshot(a)); },
+            [&](RestoreRequest& a) { return as_reply(ws.restore(a)); },
         },
         args);
 }
 
 // Encodes a reply; one that cannot be sent becomes an error reply with the same id (which
 // drops, and closes, any descriptors the result held).
-Result<std::string> encode_or_fail(channel::Reply& reply) {
-    auto frame = channel::encode_reply(reply);
+Result<channel::EncodedFrame> encode_or_fail(channel::Reply& reply) {
+    auto frame = channel::encode_reply_parts(reply);
     if (frame || !reply.result) {
         return frame;
     }
     reply = channel::Reply{reply.id, std::move(frame).error().wrap("reply")};
-    return channel::encode_reply(reply);
+    return channel::encode_reply_parts(reply);
 }
 
 // Reads every queued SIGCHLD off the (non-blocking) signalfd: one wakeup, one reap.
@@ -355,7 +357,10 @@ bool ChannelServer::send_reply(channel::Reply& reply, size_t request_bytes) {
                             encoded.error().message);
         return false;
     }
-    // A spawn's descriptors go to the supervisor; the worker's copies close with `reply`.
+    const size_t reply_bytes =
+        encoded->head.size() + encoded->payload[0].size() + encoded->payload[1].size();
+    // A spawn's descriptors go to the supervisor; the worker's copies close with `reply`, and
+    // the frame's payload is borrowed from it until sent.
     const std::vector<int> reply_fds = channel::reply_fds(reply);
     if (auto sent = channel::send_frame(fd_, *encoded, reply_fds); !sent) {
         SPDLOG_LOGGER_ERROR(log_, "worker channel: {}", sent.error().message);
@@ -365,7 +370,7 @@ bool ChannelServer::send_reply(channel::Reply& reply, size_t request_bytes) {
     reap();
     // The worker idles for most of a session: after a large file went through, give the
     // memory back instead of keeping glibc's high-water mark.
-    if (request_bytes + encoded->size() > kTrimAfterBytes) {
+    if (request_bytes + reply_bytes > kTrimAfterBytes) {
         (void)::malloc_trim(0);
     }
     return true;

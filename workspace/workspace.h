@@ -20,6 +20,12 @@
 
 namespace stockade::workspace {
 
+// Checkpoints' messages (workspace/snapshot.h).
+struct Snapshot;
+struct SnapshotRequest;
+struct RestoreOutcome;
+struct RestoreRequest;
+
 enum class Root : uint8_t {
     kWorkspace,  // the project, read-write
     kSpill,      // the session's spilled outputs, read-only
@@ -179,6 +185,11 @@ public:
     // Counts the processes of the sandbox by session, for `process list` and for saying what
     // holds a full process limit.
     virtual Result<ProcessCensus> census() = 0;
+
+    // Checkpoints (workspace/snapshot.h): what changed in the workspace since the last walk,
+    // and putting files back. A workspace that cannot take them says so (kUnavailable).
+    virtual Result<Snapshot> snapshot(const SnapshotRequest& request);
+    virtual Result<RestoreOutcome> restore(const RestoreRequest& request);
 };
 
 // Normalises a model-supplied path against the roots: absolute paths must lie beneath a root's

@@ -76,10 +76,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     (void)channel::recover_id(*frame);
     check_request(*frame);
-    for (channel::Op op :
-         {channel::Op::kHello, channel::Op::kStat, channel::Op::kRead, channel::Op::kWrite,
-          channel::Op::kMkdirs, channel::Op::kList, channel::Op::kRg, channel::Op::kSpawn,
-          channel::Op::kSignal, channel::Op::kCommands}) {
+    for (channel::Op op : {channel::Op::kHello, channel::Op::kStat, channel::Op::kRead,
+                           channel::Op::kWrite, channel::Op::kMkdirs, channel::Op::kList,
+                           channel::Op::kRg, channel::Op::kSpawn, channel::Op::kSignal,
+                           channel::Op::kCommands, channel::Op::kSnapshot, channel::Op::kRestore}) {
         // A spawn reply needs its descriptors: without them it must be refused, never trusted.
         check_reply(*frame, op);
     }

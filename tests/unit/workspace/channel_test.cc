@@ -1160,6 +1160,51 @@ TEST_F(ChannelSocketTest, FramesLargerThanTheSocketBufferArriveWhole) {
     EXPECT_EQ(std::get<WriteRequest>(request->args).bytes, content);
 }
 
+TEST_F(ChannelSocketTest, AFrameInPartsArrivesAsTheSameBytesAsTheWholeFrame) {
+    // rg's output and errors are two borrowed parts, each larger than the socket buffer, so
+    // sendmsg stops inside each of the three parts.
+    RgOutcome rg{.exit_code = 2};
+    rg.out.assign(3 << 20, 'o');
+    rg.err.assign((1 << 20) + 3, 'e');
+    const Reply reply{9, ReplyValue{rg}};
+    auto whole = encode_reply(reply);
+    auto parts = encode_reply_parts(reply);
+    ASSERT_THAT(whole, IsOk());
+    ASSERT_THAT(parts, IsOk());
+    EXPECT_EQ(parts->payload[0].data(), std::get<RgOutcome>(*reply.result).out.data());
+    std::jthread sender([&] { EXPECT_THAT(send_frame(a_.get(), *parts), IsOk()); });
+    std::string got(whole->size(), '\0');
+    size_t at = 0;
+    while (at < got.size()) {
+        const ssize_t n = ::read(b_.get(), got.data() + at, got.size() - at);
+        ASSERT_GT(n, 0);
+        at += static_cast<size_t>(n);
+    }
+    EXPECT_TRUE(got == *whole);
+}
+
+TEST_F(ChannelSocketTest, AWriteIsSentFromTheCallersRequest) {
+    const WriteRequest write{.path = "a/b", .bytes = std::string(2 << 20, 'w'), .mode = 0600};
+    auto parts = encode_write_request(5, write);
+    ASSERT_THAT(parts, IsOk());
+    EXPECT_EQ(parts->payload[0].data(), write.bytes.data());
+    auto whole = encode_request(Request{5, write});
+    ASSERT_THAT(whole, IsOk());
+    std::jthread sender([&] { EXPECT_THAT(send_frame(a_.get(), *parts), IsOk()); });
+    auto got = recv_frame(b_.get());
+    ASSERT_THAT(got, IsOk());
+    ASSERT_TRUE(got->has_value());
+    auto request = decode_request((*got)->frame);
+    ASSERT_THAT(request, IsOk());
+    EXPECT_EQ(request->id, 5U);
+    const auto& decoded = std::get<WriteRequest>(request->args);
+    EXPECT_EQ(decoded.path, write.path);
+    EXPECT_EQ(decoded.mode, write.mode);
+    EXPECT_TRUE(decoded.bytes == write.bytes);
+    EXPECT_THAT(encode_write_request(5, WriteRequest{.path = "a", .bytes = "x", .mode = 010000}),
+                HasErrc(Errc::kInvalidArgument));
+}
+
 TEST_F(ChannelSocketTest, DescriptorsTravelWithTheirFrame) {
     auto pipe = make_pipe();
     ASSERT_THAT(pipe, IsOk());
