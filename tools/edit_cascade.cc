@@ -16,15 +16,15 @@
 namespace stockade::tools {
 namespace {
 
-// The normalised file content with a line index.
+// The normalised file content with a line index. It borrows the content, which outlives it.
 class Text {
 public:
-    explicit Text(std::string content) : s_(std::move(content)) {
+    explicit Text(std::string_view content) : s_(content) {
         // trimmed_ holds views into s_: a Text is never copied or moved.
         if (!s_.empty()) {
             starts_.push_back(0);
         }
-        for (size_t nl = s_.find('\n'); nl != std::string::npos && nl + 1 < s_.size();
+        for (size_t nl = s_.find('\n'); nl != std::string_view::npos && nl + 1 < s_.size();
              nl = s_.find('\n', nl + 1)) {
             starts_.push_back(nl + 1);
         }
@@ -40,7 +40,7 @@ public:
     Text& operator=(Text&&) = delete;
     ~Text() = default;
 
-    [[nodiscard]] const std::string& str() const { return s_; }
+    [[nodiscard]] std::string_view str() const { return s_; }
     [[nodiscard]] size_t lines() const { return starts_.size(); }
     [[nodiscard]] size_t start(size_t i) const { return starts_[i]; }
     // End of line i's content, excluding its '\n'.
@@ -50,8 +50,7 @@ public:
     }
     [[nodiscard]] bool has_newline(size_t i) const { return content_end(i) < s_.size(); }
     [[nodiscard]] std::string_view line(size_t i) const {
-        const std::string_view all = s_;
-        return all.substr(starts_[i], content_end(i) - starts_[i]);
+        return s_.substr(starts_[i], content_end(i) - starts_[i]);
     }
     [[nodiscard]] std::string_view trimmed(size_t i) const { return trimmed_[i]; }
     // 0-based line holding byte `offset`.
@@ -61,7 +60,7 @@ public:
     }
 
 private:
-    std::string s_;
+    std::string_view s_;
     std::vector<size_t> starts_;
     std::vector<std::string_view> trimmed_;
 };
@@ -1426,7 +1425,7 @@ EditOutcome build(const Text& t, const TextShape& shape, const Endings* endings,
                   std::vector<Candidate> matches, Strategy strategy) {
     std::sort(matches.begin(), matches.end(),
               [](const Candidate& a, const Candidate& b) { return a.start < b.start; });
-    const std::string& c = t.str();
+    const std::string_view c = t.str();
     const std::string_view content = c;
     std::string out;
     out.reserve(c.size() + matches.front().replacement.size());
@@ -1589,14 +1588,17 @@ EditOutcome apply_edit(const EditSpec& spec) {
         return failure_of(EditFailureKind::kIdentical);
     }
     const TextShape shape = detect_shape(spec.file);
-    std::string normalized = normalize_text(spec.file, shape);
+    // A file with LF endings and no BOM is matched where it is, not copied.
+    std::string normalized;
+    std::string_view text = normalize_text(spec.file, shape, normalized);
     std::optional<Endings> endings;  // a mixed file's, restored line by line
     if (shape.mixed) {
-        endings = endings_of(normalized);
-        normalized = crlf_to_lf(normalized);
+        endings = endings_of(text);
+        normalized = crlf_to_lf(text);
+        text = normalized;
     }
     const Endings* const mixed = endings ? &*endings : nullptr;
-    const Text t(std::move(normalized));
+    const Text t(text);
     // The model's strings are matched with "\n" line breaks, like the content.
     auto conform = [&](std::string_view s) {
         std::string out = crlf_to_lf(s);
@@ -1627,33 +1629,33 @@ EditOutcome apply_edit(const EditSpec& spec) {
     }
 
     if (auto r = settle(t, shape, mixed, find_exact(t, old, new_string, true), Strategy::kExact)) {
-        return *r;
+        return std::move(*r);
     }
     if (auto r = settle(t, shape, mixed, find_line_trimmed(t, old_lines, new_string),
                         Strategy::kLineTrimmed)) {
-        return *r;
+        return std::move(*r);
     }
     if (auto r = settle(t, shape, mixed, find_whitespace_normalized(t, old, old_lines, new_string),
                         Strategy::kWhitespaceNormalized)) {
-        return *r;
+        return std::move(*r);
     }
     if (auto r = settle(t, shape, mixed, find_escape_normalized(t, old, new_string),
                         Strategy::kEscapeNormalized)) {
-        return *r;
+        return std::move(*r);
     }
     if (auto r = settle(t, shape, mixed, find_trimmed_boundary(t, old, new_string),
                         Strategy::kTrimmedBoundary)) {
-        return *r;
+        return std::move(*r);
     }
     Found anchored = find_block_anchor(t, old_lines, new_string);
     guard_proportion(t, anchored, Strategy::kBlockAnchor, old.size());
     if (auto r = settle(t, shape, mixed, std::move(anchored), Strategy::kBlockAnchor)) {
-        return *r;
+        return std::move(*r);
     }
     Found context = find_context_aware(t, old_lines, new_string);
     guard_proportion(t, context, Strategy::kContextAware, old.size());
     if (auto r = settle(t, shape, mixed, std::move(context), Strategy::kContextAware)) {
-        return *r;
+        return std::move(*r);
     }
     EditFailure nf = failure_of(EditFailureKind::kNotFound);
     nf.near_miss = find_near_miss(t, old_lines);

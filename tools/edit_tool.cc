@@ -176,19 +176,26 @@ size_t window_bytes(std::string_view text, size_t at, size_t count) {
 std::string snippet(const std::string& bytes, size_t first_line, size_t last_line) {
     std::string normalized;
     const std::string_view text = normalize_text(bytes, detect_shape(bytes), normalized);
-    const size_t total = count_lines(text);
-    if (total == 0) {
+    if (text.empty()) {
         return "The file is now empty.";
     }
     const size_t from = first_line > kSnippetContext ? first_line - kSnippetContext : 1;
-    const size_t region_end = std::min(last_line + kSnippetContext, total);
-    const size_t to = std::min(region_end, from + kMaxSnippetLines - 1);
-    // Only the lines shown are split: the file may be 10 MB around a one-line edit.
+    // Only the lines up to the region's end are looked at: the file may be 10 MB around a
+    // one-line edit.
     size_t at = 0;
     for (size_t n = 1; n < from && at != std::string_view::npos; ++n) {
         at = text.find('\n', at);
         at = at == std::string_view::npos ? at : at + 1;
     }
+    // min(last_line + kSnippetContext, the file's lines): the lines before `at` are from - 1,
+    // and at most the region's are counted after it.
+    const size_t region_end =
+        at == std::string_view::npos
+            ? std::min(last_line + kSnippetContext, count_lines(text))
+            : from - 1 +
+                  count_lines(text.substr(
+                      at, window_bytes(text, at, last_line + kSnippetContext - from + 1)));
+    const size_t to = std::min(region_end, from + kMaxSnippetLines - 1);
     const std::vector<std::string_view> lines =
         at == std::string_view::npos
             ? std::vector<std::string_view>{}
@@ -207,7 +214,7 @@ std::string snippet(const std::string& bytes, size_t first_line, size_t last_lin
         out += fmt::format(
             "\n(Snippet cut at {} lines; the edited region continues to line {}. "
             "Read the file to review the rest.)",
-            kMaxSnippetLines, std::min(last_line, total));
+            kMaxSnippetLines, std::min(last_line, region_end));
     }
     return out;
 }
@@ -314,15 +321,19 @@ private:
             return error_result(
                 failure_message({.kind = EditFailureKind::kIdentical}, path.display, replace_all));
         }
-        Result<std::string> current = read_unchanged_since_stamp(ctx, path, "edit");
+        // The edit is worked out while the bytes are hashed for the read-before-edit check;
+        // it is dropped if they changed.
+        EditOutcome outcome;
+        Result<std::string> current =
+            read_unchanged_since_stamp(ctx, path, "edit", [&](std::string_view bytes) {
+                outcome = apply_edit({.file = bytes,
+                                      .old_string = old_string,
+                                      .new_string = new_string,
+                                      .replace_all = replace_all});
+            });
         if (!current) {
             return error_result(current.error().message);
         }
-
-        EditOutcome outcome = apply_edit({.file = *current,
-                                          .old_string = old_string,
-                                          .new_string = new_string,
-                                          .replace_all = replace_all});
         if (const auto* failure = std::get_if<EditFailure>(&outcome)) {
             nlohmann::json meta = {{"path", path.display}};
             if (failure->kind == EditFailureKind::kAmbiguous) {

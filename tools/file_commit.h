@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -17,9 +18,12 @@ namespace stockade::tools {
 // Read-before-write and external-modification check shared by write and edit (TOOL_PROTOCOL
 // §3.2): the file's current bytes when the agent read it this session and it has not changed
 // since; else the model-facing refusal ("Refusing to <verb> <path>: ...") as the error.
-Result<std::string> read_unchanged_since_stamp(ToolContext& ctx,
-                                               const workspace::ResolvedPath& path,
-                                               std::string_view verb);
+// `prepare`, when given, runs on the bytes while they are hashed for the check (on another
+// thread for a large file): what it computes is the caller's to drop when the check fails, and
+// nothing may be written before this returns.
+Result<std::string> read_unchanged_since_stamp(
+    ToolContext& ctx, const workspace::ResolvedPath& path, std::string_view verb,
+    const std::function<void(std::string_view)>& prepare = {});
 
 // Stamps the bytes the agent read (the read-before-write rule) and records FileRead.
 void stamp_read(ToolContext& ctx, const workspace::ResolvedPath& path, std::string_view bytes,

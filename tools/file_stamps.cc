@@ -7,10 +7,14 @@
 namespace stockade::tools {
 
 FileStamp FileStamps::stamp(const std::string& path, std::string_view bytes, int64_t mtime_ns) {
-    FileStamp s{.sha256 = sha256_hex(bytes), .size = bytes.size(), .mtime_ns = mtime_ns};
+    return stamp(
+        path, FileStamp{.sha256 = sha256_hex(bytes), .size = bytes.size(), .mtime_ns = mtime_ns});
+}
+
+FileStamp FileStamps::stamp(const std::string& path, FileStamp computed) {
     const std::lock_guard lock(mu_);
-    stamps_[path] = s;
-    return s;
+    stamps_[path] = computed;
+    return computed;
 }
 
 void FileStamps::restore(const std::string& path, FileStamp stamp) {
@@ -42,6 +46,15 @@ Freshness FileStamps::check(const std::string& path, std::string_view current_by
         return Freshness::kExternallyModified;
     }
     return Freshness::kClean;
+}
+
+Freshness FileStamps::check(const std::string& path, uint64_t size, std::string_view sha256) const {
+    const std::optional<FileStamp> known = get(path);
+    if (!known) {
+        return Freshness::kUnread;
+    }
+    return known->size == size && known->sha256 == sha256 ? Freshness::kClean
+                                                          : Freshness::kExternallyModified;
 }
 
 }  // namespace stockade::tools

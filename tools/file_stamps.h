@@ -34,6 +34,8 @@ class FileStamps {
 public:
     // Records `bytes` (the whole file) as what the agent now knows of `path`.
     FileStamp stamp(const std::string& path, std::string_view bytes, int64_t mtime_ns);
+    // The same with the bytes' digest already computed (sha256_hex of them, size their length).
+    FileStamp stamp(const std::string& path, FileStamp computed);
     // Re-installs a stamp recorded earlier (resume from the event log).
     void restore(const std::string& path, FileStamp stamp);
     void forget(const std::string& path);
@@ -41,6 +43,9 @@ public:
     [[nodiscard]] std::optional<FileStamp> get(const std::string& path) const;
     // Compares the file's current bytes with the stamp (by content hash, not mtime).
     [[nodiscard]] Freshness check(const std::string& path, std::string_view current_bytes) const;
+    // The same with the current bytes' digest already computed (sha256_hex) and their size.
+    [[nodiscard]] Freshness check(const std::string& path, uint64_t size,
+                                  std::string_view sha256) const;
 
 private:
     mutable std::mutex mu_;

@@ -63,6 +63,16 @@ TEST(WordScanTest, CountsEveryEqualByteExactly) {
     }
 }
 
+TEST(WordScanTest, CountsPastTheLaneBatchWhenEveryByteMatches) {
+    // 255 words fill a byte lane with matches; lengths around one and two batches, and odd
+    // tails, must still count every byte.
+    for (size_t size : {2039U, 2040U, 2041U, 2048U, 4079U, 4080U, 4081U, 100'003U}) {
+        const std::string text(size, '\n');
+        ASSERT_EQ(count_byte(text, '\n'), size) << size;
+        ASSERT_EQ(count_byte(text, 'a'), 0U) << size;
+    }
+}
+
 TEST(WordScanTest, SkipsWholeClearWordsOnly) {
     const auto has_x = [](uint64_t word) {
         return any_equal(word, 'x');
