@@ -643,6 +643,46 @@ std::string Timeline::add(const json& event) {
                                                  : terminal_text(decision, 20)),
                     2);
     }
+    if (type == "Checkpoint") {
+        const std::int64_t added = int_at(event, "added").value_or(0);
+        const std::int64_t changed = int_at(event, "changed").value_or(0);
+        const std::int64_t removed = int_at(event, "removed").value_or(0);
+        const std::string kind = string_at(event, "kind");
+        const std::string call = terminal_text(string_at(event, "call"), 80);
+        const std::int64_t seq = int_at(event, "seq").value_or(0);
+        const std::string what =
+            kind == "baseline" ? fmt::format("checkpoint {} (baseline)", seq)
+            : kind == "rewind" ? fmt::format("checkpoint {} after the rewind", seq)
+                               : fmt::format("checkpoint {} (rewind --to {} undoes it)", seq, call);
+        return line(
+            event,
+            fmt::format("{}: {} added, {} changed, {} removed", what, added, changed, removed), 2);
+    }
+    if (type == "CheckpointDropped") {
+        return line(event,
+                    fmt::format("checkpoint {} (call {}) dropped: the checkpoint quota is full",
+                                int_at(event, "seq").value_or(0),
+                                terminal_text(string_at(event, "call"), 80)),
+                    2);
+    }
+    if (type == "Rewind") {
+        auto count = [&](const char* key) {
+            return event.contains(key) && event[key].is_array() ? event[key].size() : 0;
+        };
+        const std::string to = terminal_text(string_at(event, "to"), 80);
+        std::string text =
+            fmt::format("rewind to {}: {} restored, {} removed",
+                        to.starts_with("@") ? "checkpoint " + to.substr(1) : "before call " + to,
+                        count("restored"), count("removed"));
+        if (count("conflicts") > 0) {
+            text +=
+                fmt::format(", {} left alone (changed outside the session)", count("conflicts"));
+        }
+        if (count("failed") > 0) {
+            text += fmt::format(", {} failed", count("failed"));
+        }
+        return line(event, text);
+    }
     if (type == "WorkerStarted") {
         const std::int64_t generation = int_at(event, "generation").value_or(1);
         std::string text = generation > 1

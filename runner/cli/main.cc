@@ -16,6 +16,7 @@
 #include "runner/cli/image_command.h"
 #include "runner/cli/log_command.h"
 #include "runner/cli/policy_command.h"
+#include "runner/cli/rewind_command.h"
 #include "runner/cli/run_command.h"
 #include "runner/cli/serve_command.h"
 #include "runner/cli/sessions_command.h"
@@ -144,6 +145,15 @@ void add_sandbox_options(CLI::App& app, stockade::runner::RunOptions& o) {
     app.add_option("--git-identity", o.git_identity,
                    "\"Name <email>\" for commits made in the sandbox (default: user.name and "
                    "user.email of your git config)");
+    app.add_option("--checkpoints", o.checkpoints,
+                   "on (default) or off: after each call that may change the workspace, record "
+                   "what changed, so that stockade rewind can put it back (docs/rewind.md)");
+    app.add_option("--checkpoint-quota", o.checkpoint_quota,
+                   "What a session's checkpoints keep on disk; the oldest are dropped first "
+                   "(default 512M)");
+    app.add_option("--checkpoint-file-cap", o.checkpoint_file_cap,
+                   "Files larger than this are recorded by their size and times only and cannot "
+                   "be rewound (default 8M, at most 8M)");
 }
 
 void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
@@ -288,6 +298,31 @@ int main(int argc, char** argv) {
                      "What the session keeps of spilled results and logs (as for serve)");
     add_policy_options(*call, call_options.policy);
     add_sandbox_options(*call, call_options.sandbox);
+
+    stockade::runner::RewindOptions rewind_options;
+    CLI::App* rewind = app.add_subcommand(
+        "rewind",
+        "Put a session's workspace back as it was just before one of its calls: stockade "
+        "rewind SESSION --to CALL (docs/rewind.md)");
+    rewind->add_option("session", rewind_options.session, "The session's id (stockade log)")
+        ->required();
+    rewind
+        ->add_option(
+            "--to", rewind_options.to,
+            "The call: the workspace is restored as it was just before it; or @N, as checkpoint N "
+            "recorded it (stockade log shows them)")
+        ->required();
+    rewind->add_flag("--dry-run", rewind_options.dry_run,
+                     "Say what would be restored, removed or left, and change nothing");
+    rewind->add_flag("--force", rewind_options.force,
+                     "Also overwrite files changed outside the session since its last "
+                     "checkpoint (listed and left alone otherwise)");
+    rewind->add_flag("--json", rewind_options.json, "Print the report as JSON");
+    rewind->add_option("--state-dir", rewind_options.state_dir, "State directory (as for serve)");
+    rewind->add_option("--workspace", rewind_options.sandbox.workspace,
+                       "The session's workspace (default: the one its log names)");
+    add_policy_options(*rewind, rewind_options.policy);
+    add_sandbox_options(*rewind, rewind_options.sandbox);
 
     CLI::App* token = app.add_subcommand("token", "Tokens of serve --http");
     token->require_subcommand(1);
@@ -493,9 +528,11 @@ int main(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         std::string where = "stockade";
-        for (CLI::App* verb : {run, doctor, serve, call, policy, check, explain, token, sessions,
-                               sessions_list, sessions_kill, image, image_import, image_pull,
-                               image_build, image_list, image_inspect, image_rm, image_gc}) {
+        for (CLI::App* verb :
+             {run,           doctor,        serve,         call,         rewind,
+              policy,        check,         explain,       token,        sessions,
+              sessions_list, sessions_kill, image,         image_import, image_pull,
+              image_build,   image_list,    image_inspect, image_rm,     image_gc}) {
             if (verb->parsed()) {
                 where += " " + verb->get_name();
             }
@@ -522,6 +559,9 @@ int main(int argc, char** argv) {
     }
     if (call->parsed()) {
         return stockade::runner::call_command(call_options);
+    }
+    if (rewind->parsed()) {
+        return stockade::runner::rewind_command(rewind_options);
     }
     if (log_verb->parsed()) {
         return stockade::runner::log_command(log_options);

@@ -38,6 +38,11 @@ Result<PolicyConfig> parse_policy_flags(const PolicyFlags& flags);
 // turn them into a SandboxConfig, so that errors are ours.
 struct RunOptions {
     std::string workspace;
+    // serve/call: checkpoints for `stockade rewind` (--checkpoints on|off, --checkpoint-quota
+    // SIZE, --checkpoint-file-cap SIZE); parsed by session_config_from_flags.
+    std::string checkpoints = "on";
+    std::string checkpoint_quota{};
+    std::string checkpoint_file_cap{};
     // serve --http: each session's workspace is its tenant's, set by the host; `workspace` is
     // not opened, and --mask/--read-only are checked against each session's workspace then.
     bool workspace_per_session = false;

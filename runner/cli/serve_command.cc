@@ -81,7 +81,11 @@ Result<SessionConfig> session_config_from_flags(
     }
     for (const auto& [flag, text, bytes] :
          {std::tuple{"--process-log-cap", &process_log_cap, &config.process_log_cap_bytes},
-          std::tuple{"--output-budget", &output_budget, &config.spill_cap_bytes}}) {
+          std::tuple{"--output-budget", &output_budget, &config.spill_cap_bytes},
+          std::tuple{"--checkpoint-quota", &sandbox.checkpoint_quota,
+                     &config.checkpoints.cap_bytes},
+          std::tuple{"--checkpoint-file-cap", &sandbox.checkpoint_file_cap,
+                     &config.checkpoints.max_file_bytes}}) {
         if (text->empty()) {
             continue;
         }
@@ -91,6 +95,16 @@ Result<SessionConfig> session_config_from_flags(
                          fmt::format("{} \"{}\": {}", flag, *text, size.error().message)};
         }
         *bytes = *size;
+    }
+    if (sandbox.checkpoints != "on" && sandbox.checkpoints != "off") {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("--checkpoints \"{}\": say on or off", sandbox.checkpoints)};
+    }
+    config.checkpoints.enabled = sandbox.checkpoints == "on";
+    if (config.checkpoints.max_file_bytes > workspace::kMaxSnapshotReplyBytes) {
+        return Error{Errc::kInvalidArgument,
+                     fmt::format("--checkpoint-file-cap \"{}\": at most {} bytes (8M)",
+                                 sandbox.checkpoint_file_cap, workspace::kMaxSnapshotReplyBytes)};
     }
     return config;
 }

@@ -535,6 +535,13 @@ private:
                 HttpResponse reply = unauthorized(token);
                 co_return co_await write(stream, std::move(reply), request);
             }
+            if (path.starts_with("/admin/sessions/") && path.ends_with("/rewind") &&
+                request.method() == bhttp::verb::post) {
+                // Blocking (a walk and the writes): on the pool, not this I/O thread.
+                HttpResponse reply = co_await asio::co_spawn(
+                    open_pool_, rewind_session(std::string(path), request.body()), use_awaitable);
+                co_return co_await write(stream, std::move(reply), request);
+            }
             HttpResponse reply = admin(request, path);
             co_return co_await write(stream, std::move(reply), request);
         }
@@ -999,6 +1006,33 @@ private:
         co_return ok_status();
     }
 
+    // POST /admin/sessions/ID/rewind {"to": CALL, "dry_run": bool, "force": bool}.
+    awaitable<HttpResponse> rewind_session(std::string path, std::string body) {
+        constexpr std::string_view kPrefix = "/admin/sessions/";
+        const std::string id =
+            path.substr(kPrefix.size(), path.size() - kPrefix.size() - std::strlen("/rewind"));
+        const std::shared_ptr<McpSession> session = sessions_.find_any(id);
+        if (!session) {
+            co_return text_response(404, "No such session (GET /admin/sessions lists them).\n");
+        }
+        json request = json::parse(body, nullptr, false);
+        if (!request.is_object()) {
+            co_return text_response(
+                400,
+                "The body must be a JSON object: {\"to\": \"CALL\", \"dry_run\": false, "
+                "\"force\": false}.\n");
+        }
+        auto report = session->rewind(request);
+        if (!report) {
+            const Errc code = report.error().code;
+            const unsigned status = code == Errc::kInvalidArgument ? 400
+                                    : code == Errc::kNotFound      ? 404
+                                                                   : 409;
+            co_return text_response(status, report.error().message + "\n");
+        }
+        co_return json_response(200, report->dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+
     static awaitable<void> stop_session(std::shared_ptr<McpSession> session,
                                         std::optional<std::string> answer) {
         session->end(answer);
@@ -1168,7 +1202,9 @@ private:
             response.set(bhttp::field::content_type, reply->content_type);
             return response;
         }
-        std::string endpoints = "GET /metrics, GET /admin/sessions, DELETE /admin/sessions/ID";
+        std::string endpoints =
+            "GET /metrics, GET /admin/sessions, DELETE /admin/sessions/ID, POST "
+            "/admin/sessions/ID/rewind";
         for (const std::string& endpoint : backend_.admin_endpoints()) {
             endpoints += ", " + endpoint;
         }

@@ -52,6 +52,14 @@ void McpSession::start(std::unique_ptr<ToolHost> tool_host) {
     connection_ = std::make_unique<Connection>(*host_, mcp_options_, *this);
 }
 
+Result<nlohmann::json> McpSession::rewind(const nlohmann::json& request) {
+    std::lock_guard host_lock(host_mu_);
+    if (ended_ || !host_) {
+        return Error{Errc::kUnavailable, "the session has ended: rewind it with stockade rewind"};
+    }
+    return host_->rewind(request);
+}
+
 void McpSession::end(const std::optional<std::string>& answer) {
     if (ended_.exchange(true)) {
         return;
@@ -80,7 +88,10 @@ void McpSession::end(const std::optional<std::string>& answer) {
         metrics_.call(tenant.name, call.tool, call.outcome, call.seconds);
     }
     connection_.reset();
-    host_.reset();
+    {
+        std::lock_guard host_lock(host_mu_);
+        host_.reset();
+    }
     SPDLOG_LOGGER_INFO(logger(), "http session ended tenant={} session={}", tenant.name,
                        short_id());
 }

@@ -69,6 +69,10 @@ public:
     [[nodiscard]] const std::string& event_log_id() const { return event_log_id_; }
     [[nodiscard]] std::string short_id() const { return id.substr(0, 12); }
 
+    // The tool host's rewind (ToolHost::rewind); kUnavailable once the session ended. Blocking:
+    // end() waits for a rewind in progress.
+    Result<nlohmann::json> rewind(const nlohmann::json& request);
+
     // Hands a message to the connection. Thread: any I/O thread; one at a time per session.
     void deliver(jsonrpc::Message message, std::size_t bytes);
 
@@ -88,6 +92,7 @@ private:
     ServerOptions mcp_options_;
     StreamStore streams_;
     std::mutex deliver_mu_;
+    std::mutex host_mu_;  // held by rewind() and by end() around host_'s reset
     std::unique_ptr<ToolHost> host_;
     std::unique_ptr<Connection> connection_;  // after host_: ends first
     std::atomic<bool> ended_{false};

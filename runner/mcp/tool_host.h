@@ -132,6 +132,14 @@ public:
     // The id of the session's event log in the state directory ("s-…", what `stockade log`
     // takes), named in the initialize result's _meta and in /admin/sessions; empty: none.
     [[nodiscard]] virtual std::string event_log_id() const { return {}; }
+
+    // The operator's POST /admin/sessions/ID/rewind: `request` is its JSON body ({"to": CALL,
+    // "dry_run": bool, "force": bool}); the answer, the report as JSON. Blocking (the workspace
+    // is walked and written): called on a thread of its own. kInvalidArgument and kNotFound
+    // are the operator's to fix (400, 404).
+    virtual Result<nlohmann::json> rewind(const nlohmann::json& /*request*/) {
+        return Error{Errc::kUnavailable, "this session cannot be rewound"};
+    }
 };
 
 }  // namespace stockade::mcp

@@ -82,6 +82,7 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
     // for nothing but reads and shell builtins (`true`, `cd src && test -f x < y`). The same
     // analysis the policy decides on says so.
     bool may_change = !tool->annotations().read_only;
+    bool ran = false;  // the tool ran (stage 5)
     Result<std::unique_ptr<tools::ToolCall>> call = tool->parse(arguments);
     if (!call) {
         result = {.content = call.error().message, .is_error = true, .metadata = {}};
@@ -117,6 +118,10 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
                     parts_.network->call_ended(call_id);
                 }
             });
+            if (may_change && parts_.checkpoint) {
+                parts_.checkpoint(call_id, false);  // the baseline, before the first change
+            }
+            ran = true;
             try {
                 result = (*call)->execute(ctx);
             } catch (const std::exception& e) {
@@ -147,8 +152,9 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
         }
     }
 
-    // 7. Record. Durable (fsync'd) are the events of a change: a call that may change files
-    // completes on disk; one that cannot reaches it with the next durable event.
+    // 7. Record. Durable are the events of a change: a call that may change files has its
+    // completion synced to disk (off this path: EventLog's syncer); one that cannot reaches
+    // the disk with the next durable event.
     const int64_t ms = ms_since(started);
     if (result.metadata.is_object() && !result.metadata.contains("duration_ms")) {
         result.metadata["duration_ms"] = ms;  // a call refused before the tool ran
@@ -161,6 +167,9 @@ ExecutedCall Executor::run(const std::string& name, const nlohmann::json& argume
                    {"content_bytes", result.content.size()},
                    {"metadata", result.metadata}},
                   may_change);
+    if (ran && may_change && parts_.checkpoint) {
+        parts_.checkpoint(call_id, true);  // a Checkpoint event of what the call changed
+    }
     // After a large result, hand the memory back: sessions idle most of the time.
     if (result.content.size() > (size_t{1} << 20) || ms > 50) {
         (void)::malloc_trim(0);

@@ -60,6 +60,9 @@ struct ExecutorParts {
     // Read deny rule that git's history defeats: tracked_denials_note); may be empty.
     std::string first_note{};
     SessionMeters* meters = nullptr;  // counts the decisions (may be null; outlives the executor)
+    // Checkpoints (runner/session/checkpoints.h) around a call that may change the workspace:
+    // (call, false) before it runs, (call, true) after its completion is recorded. May be empty.
+    std::function<void(const std::string& call, bool after)> checkpoint{};
 };
 
 // The outcome of a call, for a front end to frame.

@@ -40,6 +40,16 @@ Error malformed(std::string_view what) {
 }  // namespace
 
 Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
+    ASSIGN_OR_RETURN(std::vector<GitIndexEntry> entries, parse_git_index_entries(bytes));
+    std::vector<std::string> paths;
+    paths.reserve(entries.size());
+    for (GitIndexEntry& e : entries) {
+        paths.push_back(std::move(e.path));
+    }
+    return paths;
+}
+
+Result<std::vector<GitIndexEntry>> parse_git_index_entries(std::string_view bytes) {
     if (bytes.size() < kHeaderBytes || bytes.substr(0, 4) != "DIRC") {
         return malformed("no DIRC header");
     }
@@ -52,7 +62,7 @@ Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
     if (count > (bytes.size() - kHeaderBytes) / (kStatBytes + kHashBytes + 2)) {
         return malformed(fmt::format("{} entries do not fit in {} bytes", count, bytes.size()));
     }
-    std::vector<std::string> paths;
+    std::vector<GitIndexEntry> paths;
     paths.reserve(count);
     size_t at = kHeaderBytes;
     std::string previous;
@@ -61,8 +71,22 @@ Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
         if (bytes.size() - at < kStatBytes + kHashBytes + 2) {
             return malformed("truncated entry");
         }
+        GitIndexEntry entry;
+        // ctime s/ns, mtime s/ns, dev, ino, mode, uid, gid, size; then the object name.
+        entry.ctime_ns = int64_t{be32(bytes, at)} * 1'000'000'000 + be32(bytes, at + 4);
+        entry.mtime_ns = int64_t{be32(bytes, at + 8)} * 1'000'000'000 + be32(bytes, at + 12);
+        entry.ino = be32(bytes, at + 20);
+        entry.mode = be32(bytes, at + 24);
+        entry.size = be32(bytes, at + 36);
+        static constexpr char kHex[] = "0123456789abcdef";
+        for (size_t k = 0; k < kHashBytes; ++k) {
+            const auto c = static_cast<unsigned char>(bytes[at + kStatBytes + k]);
+            entry.blob.push_back(kHex[c >> 4U]);
+            entry.blob.push_back(kHex[c & 0xFU]);
+        }
         at += kStatBytes + kHashBytes;
         const uint16_t flags = be16(bytes, at);
+        entry.stage = static_cast<uint8_t>((flags >> 12U) & 3U);
         at += 2;
         if ((flags & 0x4000U) != 0) {  // extended flags (version 3 and up)
             if (version < 3 || bytes.size() - at < 2) {
@@ -106,7 +130,8 @@ Result<std::vector<std::string>> parse_git_index(std::string_view bytes) {
             at = start + padded;
         }
         previous = path;
-        paths.push_back(std::move(path));
+        entry.path = std::move(path);
+        paths.push_back(std::move(entry));
     }
     return paths;
 }
@@ -143,6 +168,23 @@ std::vector<TrackedDenial> tracked_denials(const policy::Policy& policy,
         out.push_back(std::move(d));
     }
     return out;
+}
+
+Result<GitIndex> read_git_index(const HostDir& workspace) {
+    auto fd =
+        workspace::open_beneath(workspace.fd(), ".git/index", O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
+    if (!fd) {
+        return std::move(fd).error().wrap("open .git/index");
+    }
+    struct stat st {};
+    if (::fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+        return Error{Errc::kFailedPrecondition, ".git/index is not a regular file"};
+    }
+    ASSIGN_OR_RETURN(std::string bytes, read_all(fd->get(), kMaxIndexBytes));
+    GitIndex index;
+    index.mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+    ASSIGN_OR_RETURN(index.entries, parse_git_index_entries(bytes));
+    return index;
 }
 
 std::vector<TrackedDenial> git_tracked_denied(const policy::Policy& policy,

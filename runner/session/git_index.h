@@ -6,6 +6,7 @@
 // model, once, after the first result of its session.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,32 @@ namespace stockade::runner {
 // The index's paths (versions 2, 3 and 4, SHA-1 object names), in index order. Malformed or
 // truncated input is kInvalidArgument; nothing is read past `bytes`.
 Result<std::vector<std::string>> parse_git_index(std::string_view bytes);
+
+// One entry of the index with what git compares to call a file clean (its stat data, 32 bits
+// of each as git keeps them) and its object name: checkpoints record a file that matches it by
+// that blob id instead of copying it (runner/session/checkpoints.h).
+struct GitIndexEntry {
+    std::string path{};
+    std::string blob{};  // 40 lower-case hex digits
+    uint32_t mode = 0;   // 0100644, 0100755, 0120000 (symlink), 0160000 (gitlink)
+    uint64_t size = 0;
+    int64_t mtime_ns = 0;
+    int64_t ctime_ns = 0;
+    uint64_t ino = 0;
+    uint8_t stage = 0;  // 0 unless the path is in a merge conflict
+
+    bool operator==(const GitIndexEntry&) const = default;
+};
+// parse_git_index with each entry's data, in index order.
+Result<std::vector<GitIndexEntry>> parse_git_index_entries(std::string_view bytes);
+
+struct GitIndex {
+    std::vector<GitIndexEntry> entries{};
+    int64_t mtime_ns = 0;  // of the index file: an entry as new is "racily clean" to git
+};
+// The index of the repository at `workspace` (its .git/index, beneath the workspace's
+// descriptor, never through a symlink). kNotFound when there is none.
+Result<GitIndex> read_git_index(const HostDir& workspace);
 
 // A Read deny rule and the files git tracks that it denies: the sandbox masks them, but git
 // prints their committed contents from the repository's objects, which no mask of the files

@@ -252,6 +252,22 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
                                                      .on_dns_socket = on_dns_socket,
                                                      .meters = session->meters_.get()},
                                         session->log_.get());
+    if (config.checkpoints.enabled) {
+        CheckpointOptions options = config.checkpoints;
+        if (!options.pool) {
+            options.pool = config.disk_pool;
+        }
+        auto checkpoints = Checkpoints::open(session->paths_.dir_fd.get(), session->workspace_,
+                                             std::move(options), session->log_.get());
+        if (checkpoints) {
+            session->checkpoints_ = std::move(checkpoints).value();
+        } else {
+            SPDLOG_LOGGER_WARN(log::get("runner"),
+                               "checkpoints are off for this session: {}. Free the state "
+                               "directory (or fix its permissions) to have them again.",
+                               checkpoints.error().message);
+        }
+    }
     int next_process = 1;
     session->log_->record("PolicyLoaded",
                           {{"preset", policy::preset_name(session->policy_->preset())},
@@ -310,11 +326,26 @@ Result<std::unique_ptr<Session>> Session::open(SessionConfig config) {
         .ask_fallback_allow = config.policy.ask_fallback == AskFallback::kAllow,
         .session_note = [worker = session->worker_.get()] { return worker->take_loss_note(); },
         .first_note = tracked_denials_note(tracked),
-        .meters = session->meters_.get()});
+        .meters = session->meters_.get(),
+        .checkpoint =
+            session->checkpoints_
+                ? std::function<void(const std::string&, bool)>(
+                      [checkpoints = session->checkpoints_.get(), worker = session->worker_.get()](
+                          const std::string& call, bool after) {
+                          if (after) {
+                              checkpoints->after_call_async(*worker, call);
+                          } else {
+                              checkpoints->before_call(*worker, call);
+                          }
+                      })
+                : nullptr});
     return session;
 }
 
 Session::~Session() {
+    if (checkpoints_) {
+        checkpoints_->drain();  // the last call's checkpoint, while the worker is there
+    }
     // Processes first: SIGTERM and a grace period, then the worker and its pid namespace.
     processes_.reset();
     if (worker_) {
@@ -345,6 +376,20 @@ size_t Session::replay_stamps(int& next_process) {
             if (id.size() > 1 && id[0] == 'p' &&
                 std::from_chars(id.data() + 1, id.data() + id.size(), n).ec == std::errc{}) {
                 next_process = std::max(next_process, n + 1);
+            }
+            continue;
+        }
+        if (type == "Rewind") {
+            // A rewound file is one the agent has not seen: it must be read again.
+            for (const char* key : {"restored", "removed"}) {
+                if (event.contains(key) && event[key].is_array()) {
+                    for (const auto& path : event[key]) {
+                        if (path.is_string()) {
+                            stamps_.forget(sandbox_.workspace_inside() + "/" +
+                                           path.get<std::string>());
+                        }
+                    }
+                }
             }
             continue;
         }
@@ -381,6 +426,11 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
     // the name is a tool at all is the executor's stage 1, the one check of it.
     ExecutedCall done{.result = {}, .unknown_tool = true};
     if (!policy_->hidden(name)) {
+        if (checkpoints_) {
+            // The previous call's checkpoint first: every call sees (and the log records) the
+            // workspace as its predecessor left it.
+            checkpoints_->drain();
+        }
         const std::string call_id =
             fmt::format("{}-{}", sanitize_call_id(info.request_id), ++g_call_counter);
         done = executor_->run(name, arguments, info, call_id);
@@ -408,6 +458,41 @@ mcp::ToolCallResult Session::call_tool(const std::string& name, const nlohmann::
                                .meta = std::move(meta),
                                .structured = std::move(structured),
                                .unknown_tool = false};
+}
+
+Result<RewindReport> Session::rewind(const RewindRequest& request) {
+    if (!checkpoints_) {
+        return Error{Errc::kFailedPrecondition,
+                     fmt::format("session {} keeps no checkpoints (it runs with --checkpoints "
+                                 "off, or its state directory could not hold them): there is "
+                                 "nothing to rewind to",
+                                 paths_.id)};
+    }
+    const std::string inside = sandbox_.workspace_inside();
+    return checkpoints_->rewind(*worker_, request, [this, &inside](const std::string& path) {
+        stamps_.forget(inside + "/" + path);
+    });
+}
+
+Result<nlohmann::json> Session::rewind(const nlohmann::json& request) {
+    if (!request.contains("to") || !request["to"].is_string() ||
+        (request.contains("dry_run") && !request["dry_run"].is_boolean()) ||
+        (request.contains("force") && !request["force"].is_boolean())) {
+        return Error{Errc::kInvalidArgument,
+                     "the request must say {\"to\": \"CALL\"} (a call id of the session, or "
+                     "@N for checkpoint N), with \"dry_run\" and \"force\" booleans if given"};
+    }
+    ASSIGN_OR_RETURN(RewindReport report,
+                     rewind(RewindRequest{.to = request["to"].get<std::string>(),
+                                          .dry_run = request.value("dry_run", false),
+                                          .force = request.value("force", false)}));
+    nlohmann::json out = report.to_json();
+    out["text"] = rewind_report_text(report);
+    return out;
+}
+
+std::vector<CheckpointSummary> Session::checkpoints() const {
+    return checkpoints_ ? checkpoints_->list() : std::vector<CheckpointSummary>{};
 }
 
 mcp::ToolCallResult Session::call(const std::string& name, const nlohmann::json& arguments,

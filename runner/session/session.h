@@ -14,6 +14,7 @@
 
 #include "common/result.h"
 #include "runner/mcp/tool_host.h"
+#include "runner/session/checkpoints.h"
 #include "runner/session/event_log.h"
 #include "runner/session/executor.h"
 #include "runner/session/host_environment.h"
@@ -69,6 +70,9 @@ struct SessionConfig {
     // in SessionStarted so that `stockade log` finds the session by either id.
     std::string mcp_session_id{};
     std::string tenant{};
+    // Checkpoints of the workspace after each call that may change it, for `stockade rewind`
+    // (--checkpoints on|off; on by default). Its pool, when unset, is disk_pool.
+    CheckpointOptions checkpoints{};
 };
 
 class Session final : public mcp::ToolHost {
@@ -92,6 +96,15 @@ public:
     mcp::ToolCallResult call_tool(const std::string& name, const nlohmann::json& arguments,
                                   const mcp::CallInfo& info) override;
     [[nodiscard]] std::string event_log_id() const override { return paths_.id; }
+    // POST /admin/sessions/ID/rewind: {"to", "dry_run", "force"} → RewindReport::to_json, with
+    // its text.
+    Result<nlohmann::json> rewind(const nlohmann::json& request) override;
+
+    // Puts the workspace back as it was just before a call (runner/session/checkpoints.h);
+    // the file stamps of what it rewrote are forgotten, so an edit of one needs a fresh read.
+    Result<RewindReport> rewind(const RewindRequest& request);
+    // The session's checkpoints, oldest first (empty when they are off).
+    [[nodiscard]] std::vector<CheckpointSummary> checkpoints() const;
 
     // Runs one call outside MCP (`stockade call`).
     mcp::ToolCallResult call(const std::string& name, const nlohmann::json& arguments,
@@ -119,6 +132,7 @@ private:
     std::unique_ptr<SessionWorker> worker_;
     std::unique_ptr<ProcessManagerImpl> processes_;  // declared after worker_: stops first
     std::unique_ptr<Spill> spill_;
+    std::unique_ptr<Checkpoints> checkpoints_;  // null when off; before the executor uses it
     tools::FileStamps stamps_;
     tools::FileLocks locks_;
     tools::ToolRegistry tools_;

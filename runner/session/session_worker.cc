@@ -299,4 +299,14 @@ Result<workspace::ProcessCensus> SessionWorker::census() {
         [](workspace::Workspace& ws, int) { return ws.census(); });
 }
 
+Result<workspace::Snapshot> SessionWorker::snapshot(const workspace::SnapshotRequest& request) {
+    return with_worker<workspace::Snapshot>(
+        [&](workspace::Workspace& ws, int) { return ws.snapshot(request); });
+}
+
+Result<workspace::RestoreOutcome> SessionWorker::restore(const workspace::RestoreRequest& request) {
+    return with_worker<workspace::RestoreOutcome>(
+        [&](workspace::Workspace& ws, int) { return ws.restore(request); });
+}
+
 }  // namespace stockade::runner

@@ -25,6 +25,7 @@
 #include "runner/session/session_meters.h"
 #include "sandbox/launcher.h"
 #include "workspace/remote_workspace.h"
+#include "workspace/snapshot.h"
 #include "workspace/workspace.h"
 
 namespace stockade::runner {
@@ -79,6 +80,10 @@ public:
     Result<bool> signal_group(workspace::ProcessGroupRef group, int signal) override;
     Result<std::vector<std::string>> path_commands() override;
     Result<workspace::ProcessCensus> census() override;
+    // A worker that started since the last snapshot holds no index: the walk says so
+    // (kFailedPrecondition) and the caller resets it.
+    Result<workspace::Snapshot> snapshot(const workspace::SnapshotRequest& request) override;
+    Result<workspace::RestoreOutcome> restore(const workspace::RestoreRequest& request) override;
 
     // When a worker died on its own (the OOM killer, a signal) since the last time this was
     // asked: one sentence for the model saying so and what was lost; then "" until it

@@ -190,6 +190,55 @@ TEST(TimelineTest, SaysWhichCallsNeverGotAResult) {
     EXPECT_EQ(timeline.finish(), "");
 }
 
+TEST(TimelineTest, ShowsCheckpointsWithTheirCountsDropsAndRewinds) {
+    Timeline timeline;
+    const std::string out =
+        render({event("Checkpoint",
+                      {{"call", "3-1"},
+                       {"seq", 1},
+                       {"kind", "baseline"},
+                       {"added", 12},
+                       {"changed", 0},
+                       {"removed", 0}},
+                      0),
+                event("Checkpoint",
+                      {{"call", "3-1"},
+                       {"seq", 2},
+                       {"kind", "call"},
+                       {"added", 1},
+                       {"changed", 2},
+                       {"removed", 3}},
+                      1),
+                event("CheckpointDropped", {{"call", "3-1"}, {"seq", 1}}, 2),
+                event("Rewind",
+                      {{"to", "3-1"},
+                       {"restored", {"a", "b"}},
+                       {"removed", {"c"}},
+                       {"conflicts", {"d"}},
+                       {"failed", json::array()}},
+                      3),
+                event("Rewind", {{"to", "@4"}, {"restored", {"a"}}, {"removed", json::array()}}, 4),
+                event("Checkpoint",
+                      {{"call", "rewind-@4"},
+                       {"seq", 5},
+                       {"kind", "rewind"},
+                       {"added", 0},
+                       {"changed", 1},
+                       {"removed", 0}},
+                      5)},
+               timeline);
+    EXPECT_EQ(out,
+              "2026-12-04 (UTC)\n"
+              "16:58:00.000    checkpoint 1 (baseline): 12 added, 0 changed, 0 removed\n"
+              "16:58:00.001    checkpoint 2 (rewind --to 3-1 undoes it): 1 added, 2 changed, 3 "
+              "removed\n"
+              "16:58:00.002    checkpoint 1 (call 3-1) dropped: the checkpoint quota is full\n"
+              "16:58:00.003  rewind to before call 3-1: 2 restored, 1 removed, 1 left alone "
+              "(changed outside the session)\n"
+              "16:58:00.004  rewind to checkpoint 4: 1 restored, 0 removed\n"
+              "16:58:00.005    checkpoint 5 after the rewind: 0 added, 1 changed, 0 removed\n");
+}
+
 TEST(TimelineTest, ShowsAnswersBackgroundProcessesAndWorkerDeaths) {
     Timeline timeline;
     std::string out;

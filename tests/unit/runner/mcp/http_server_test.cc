@@ -1026,7 +1026,7 @@ TEST_F(HttpServerTest, TheBackendsOwnAdminEndpointsAreTheOperatorsOnly) {
     EXPECT_EQ(unknown.status, 404);
     EXPECT_EQ(unknown.body,
               "Not found. Operator endpoints: GET /metrics, GET /admin/sessions, DELETE "
-              "/admin/sessions/ID, POST /admin/echo.\n");
+              "/admin/sessions/ID, POST /admin/sessions/ID/rewind, POST /admin/echo.\n");
     Reply metrics = exchange(endpoint(), "GET", "", with_token("admin", {}), "/metrics");
     EXPECT_NE(metrics.body.find("\nbackend_metric 1\n"), std::string::npos) << metrics.body;
 }

@@ -1,8 +1,10 @@
 #include "runner/session/git_index.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -68,6 +70,32 @@ TEST_F(GitIndexTest, ReadsThePathsOfEveryIndexVersion) {
                                 "keys/id.pem", "src/a-long-directory-name/with/deep/file.cc",
                                 "src/a-long-directory-name/with/deep/other.cc"))
             << "version " << version;
+        fs::remove_all(dir_ / ".git");
+    }
+}
+
+TEST_F(GitIndexTest, EntriesCarryTheirBlobIdAndTheStatDataGitCompares) {
+    for (int version : {2, 4}) {
+        make_repo(version);
+        auto entries = parse_git_index_entries(index_bytes());
+        ASSERT_THAT(entries, IsOk()) << "version " << version;
+        ASSERT_EQ(entries->size(), 7U);
+        const GitIndexEntry& readme = (*entries)[1];
+        EXPECT_EQ(readme.path, "README.md");
+        // git hash-object of "README.md\n".
+        FILE* p = ::popen(("git -C '" + dir_.string() + "' hash-object README.md").c_str(), "r");
+        ASSERT_NE(p, nullptr);
+        char id[64] = {};
+        ASSERT_NE(std::fgets(id, sizeof id, p), nullptr);
+        (void)::pclose(p);
+        EXPECT_EQ(readme.blob, std::string(id, 40));
+        struct stat st {};
+        ASSERT_EQ(::lstat((dir_ / "README.md").c_str(), &st), 0);
+        EXPECT_EQ(readme.size, static_cast<uint64_t>(st.st_size));
+        EXPECT_EQ(readme.ino, static_cast<uint64_t>(st.st_ino) & 0xFFFFFFFFU);
+        EXPECT_EQ(readme.mtime_ns, int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
+        EXPECT_EQ(readme.mode, 0100644U);
+        EXPECT_EQ(readme.stage, 0);
         fs::remove_all(dir_ / ".git");
     }
 }
