@@ -1,8 +1,9 @@
 // What the parts of LocalWorkspace share: local_workspace.cc (construction and files),
-// local_rg.cc (rg runs) and local_commands.cc (spawned commands and reaping). Not part of the
-// module's interface.
+// local_rg.cc (rg runs) and local_commands.cc (spawned commands and reaping), and the
+// checkpoints' walk (snapshot.cc). Not part of the module's interface.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -13,6 +14,7 @@
 
 #include "common/unique_fd.h"
 #include "workspace/exit_report.h"
+#include "workspace/workspace.h"
 
 namespace stockade::workspace::local {
 
@@ -30,6 +32,20 @@ struct ChildTable {
 };
 
 ChildTable& children();
+
+// The kind of file a stat mode names.
+inline FileType file_type(mode_t mode) {
+    if (S_ISREG(mode)) {
+        return FileType::kFile;
+    }
+    if (S_ISDIR(mode)) {
+        return FileType::kDirectory;
+    }
+    if (S_ISLNK(mode)) {
+        return FileType::kSymlink;
+    }
+    return FileType::kOther;
+}
 
 // A path as messages name it: the root itself is ".".
 inline std::string shown(const std::string& path) {

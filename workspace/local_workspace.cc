@@ -24,6 +24,7 @@ namespace stockade::workspace {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using local::file_type;
 using local::shown;
 
 constexpr mode_t kNewFileMode = 0644;
@@ -56,19 +57,6 @@ Error fs_error(Root root, std::string_view op, const std::string& path, int err)
                      err};
     }
     return errno_error(fmt::format("{} \"{}\"", op, shown(path)), err);
-}
-
-FileType file_type(mode_t mode) {
-    if (S_ISREG(mode)) {
-        return FileType::kFile;
-    }
-    if (S_ISDIR(mode)) {
-        return FileType::kDirectory;
-    }
-    if (S_ISLNK(mode)) {
-        return FileType::kSymlink;
-    }
-    return FileType::kOther;
 }
 
 int64_t mtime_ns(const struct stat& st) {

@@ -17,6 +17,8 @@
 #include "common/syscall.h"
 #include "common/unique_fd.h"
 #include "common/utf8.h"
+#include "workspace/channel.h"
+#include "workspace/local_internal.h"
 #include "workspace/local_workspace.h"
 #include "workspace/open_beneath.h"
 
@@ -158,23 +160,9 @@ Status check_scope_path(const std::string& path) {
     return {};
 }
 
-std::string_view type_name(FileType type) {
-    switch (type) {
-        case FileType::kFile:
-            return "file";
-        case FileType::kDirectory:
-            return "directory";
-        case FileType::kSymlink:
-            return "symlink";
-        case FileType::kOther:
-            return "other";
-    }
-    return "other";
-}
-
 std::optional<FileType> type_from(std::string_view name) {
     for (FileType t : {FileType::kFile, FileType::kDirectory, FileType::kSymlink}) {
-        if (name == type_name(t)) {
+        if (name == channel::file_type_name(t)) {
             return t;
         }
     }
@@ -516,8 +504,9 @@ void encode_snapshot(const Snapshot& snapshot, json& header, std::string& payloa
     payload.clear();
     payload.reserve(bytes);
     for (const SnapshotEntry& e : snapshot.changed) {
-        changed.push_back(json::array({e.path, type_name(e.type), e.mode, e.size, e.mtime_ns,
-                                       e.ctime_ns, e.ino, e.target, e.too_large, e.bytes.size()}));
+        changed.push_back(
+            json::array({e.path, channel::file_type_name(e.type), e.mode, e.size, e.mtime_ns,
+                         e.ctime_ns, e.ino, e.target, e.too_large, e.bytes.size()}));
         payload += e.bytes;
     }
     header["changed"] = std::move(changed);
@@ -735,19 +724,6 @@ int64_t ns_of(const struct timespec& ts) {
     return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-FileType type_of(mode_t mode) {
-    if (S_ISREG(mode)) {
-        return FileType::kFile;
-    }
-    if (S_ISDIR(mode)) {
-        return FileType::kDirectory;
-    }
-    if (S_ISLNK(mode)) {
-        return FileType::kSymlink;
-    }
-    return FileType::kOther;
-}
-
 // A file's timestamps closer than this to the walk's start may still change within the same
 // tick of the filesystem's clock without the stat data showing it: such an entry is reported
 // again by the next walk (git's "racily clean" entries).
@@ -935,7 +911,7 @@ void Walker::entry(int dir_fd, const std::string& prefix, const char* name, Igno
     if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
         return;  // gone meanwhile: the next walk sees it removed
     }
-    const FileType type = type_of(st.st_mode);
+    const FileType type = local::file_type(st.st_mode);
     if (type == FileType::kOther) {
         ++out_.skipped;
         return;

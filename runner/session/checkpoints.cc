@@ -21,6 +21,7 @@
 #include "common/utf8.h"
 #include "runner/session/event_log.h"
 #include "runner/session/git_index.h"
+#include "workspace/channel.h"
 #include "workspace/open_beneath.h"
 
 namespace stockade::runner {
@@ -67,22 +68,8 @@ std::optional<CheckpointKind> kind_from(std::string_view name) {
     return std::nullopt;
 }
 
-std::string_view type_name(FileType type) {
-    switch (type) {
-        case FileType::kFile:
-            return "file";
-        case FileType::kDirectory:
-            return "directory";
-        case FileType::kSymlink:
-            return "symlink";
-        case FileType::kOther:
-            return "other";
-    }
-    return "other";
-}
-
 json file_to_json(const CheckpointFile& f) {
-    json j = {{"t", type_name(f.type)}, {"m", f.mode}, {"s", f.size}};
+    json j = {{"t", workspace::channel::file_type_name(f.type)}, {"m", f.mode}, {"s", f.size}};
     if (!f.blob.empty()) {
         j["b"] = f.blob;
     }
