@@ -6,8 +6,8 @@
 # One persistent `stockade serve --workspace W` (STOCKADE_STATE_DIR a temp dir) driven by
 # bench/exec_client.py; round trips timed with time.perf_counter_ns.
 #   1  bash {"command":"true"} vs a bare fork+exec+wait of /bin/true timed in the same loop
-#      (and bash {"command":"echo"}, whose completion is fsync'd, beside them):
-#      p50 over 300 alternating pairs                                        (target ratio <= 1.5)
+#      (and bash {"command":"echo"}, whose completion is durable and checkpointed, beside them):
+#      p50 over 300 alternating pairs                                        (target ratio <= 1.3)
 #   2  `head -c 1G /dev/zero | base64 -w 76` through bash into the process log: throughput, and
 #      the supervisor's peak RSS; the same pipeline into `wc -c` outside for reference
 #                                                          (targets >= 300 MB/s, <= 64 MiB)
