@@ -24,11 +24,11 @@
 
 #include <fmt/format.h>
 
-#include "common/log.h"
 #include "common/path.h"
 #include "common/proc_table.h"
 #include "common/sigpipe.h"
 #include "common/syscall.h"
+#include "workspace/diagnostics.h"
 #include "workspace/exit_report.h"
 #include "workspace/local_internal.h"
 #include "workspace/local_workspace.h"
@@ -602,8 +602,8 @@ Result<SpawnedProcess> LocalWorkspace::spawn(const SpawnRequest& request) {
         return errno_error("spawn: pidfd_open", err);
     }
     table.leaders.emplace(pid, std::move(status.second));
-    SPDLOG_LOGGER_DEBUG(log::get("workspace"), "spawned pid={} exe={} pty={} interactive={}", pid,
-                        exe, request.pty, request.interactive);
+    diagnose(Severity::kDebug, "spawned pid={} exe={} pty={} interactive={}", pid, exe, request.pty,
+             request.interactive);
     spawned.pid = pid;
     spawned.pidfd = std::move(pidfd);
     spawned.status = std::move(status.first);

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "common/defer.h"
-#include "common/log.h"
 #include "common/syscall.h"
 #include "workspace/local_internal.h"
 #include "workspace/local_workspace.h"

@@ -14,9 +14,9 @@
 
 #include <fmt/format.h>
 
-#include "common/log.h"
 #include "common/path.h"
 #include "common/syscall.h"
+#include "workspace/diagnostics.h"
 
 namespace stockade::workspace {
 
@@ -197,9 +197,9 @@ Result<UniqueFd> open_beneath(int root_fd, const std::string& path, int flags, R
         if (g_openat2.exchange(Openat2::kNo) != Openat2::kNo) {
             // Expected inside the sandbox: its seccomp filter fails openat2 (whose mode it
             // cannot inspect) with ENOSYS.
-            SPDLOG_LOGGER_DEBUG(log::get("workspace"),
-                                "openat2 unavailable (ENOSYS), resolving paths with the "
-                                "O_NOFOLLOW component walk");
+            diagnose(Severity::kDebug,
+                     "openat2 unavailable (ENOSYS), resolving paths with the O_NOFOLLOW "
+                     "component walk");
         }
     }
     return open_walk(root_fd, path, flags);

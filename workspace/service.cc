@@ -16,11 +16,11 @@
 #include <fmt/format.h>
 
 #include "common/defer.h"
-#include "common/log.h"
 #include "common/result.h"
 #include "common/syscall.h"
 #include "common/unique_fd.h"
 #include "workspace/channel.h"
+#include "workspace/diagnostics.h"
 
 namespace stockade::workspace {
 
@@ -150,7 +150,6 @@ private:
     const int fd_;
     LocalWorkspace& ws_;
     const ReapHook on_child_exit_;
-    std::shared_ptr<spdlog::logger> log_ = log::get("workspace");
     UniqueFd sigchld_;                                      // the signalfd, or invalid
     Clock::time_point reap_at_ = Clock::time_point::max();  // when the hook is due again
     std::vector<RgJob> runs_;                               // at most kMaxRgRuns, oldest first
@@ -207,7 +206,7 @@ int ChannelServer::run() {
             if (errno == EINTR) {
                 continue;
             }
-            SPDLOG_LOGGER_ERROR(log_, "worker channel: poll: {}", errno_string(errno));
+            diagnose(Severity::kError, "worker channel: poll: {}", errno_string(errno));
             return 1;
         }
         if (sigchld_ && fds[1].revents != 0) {
@@ -301,13 +300,13 @@ bool ChannelServer::start_queued() {
 std::optional<int> ChannelServer::serve_request() {
     auto received = channel::recv_frame(fd_);
     if (!received) {
-        SPDLOG_LOGGER_ERROR(log_, "worker channel closed: {} served={}", received.error().message,
-                            served_);
+        diagnose(Severity::kError, "worker channel closed: {} served={}", received.error().message,
+                 served_);
         return 1;
     }
     if (!received->has_value()) {
-        SPDLOG_LOGGER_DEBUG(log_, "worker channel end of stream served={} rg_in_flight={}", served_,
-                            runs_.size() + queued_.size());
+        diagnose(Severity::kDebug, "worker channel end of stream served={} rg_in_flight={}",
+                 served_, runs_.size() + queued_.size());
         return 0;
     }
     const Clock::time_point arrived = Clock::now();
@@ -319,12 +318,12 @@ std::optional<int> ChannelServer::serve_request() {
     if (!request) {
         std::optional<uint64_t> id = channel::recover_id(frame);
         if (!id) {
-            SPDLOG_LOGGER_ERROR(log_, "worker channel: undecodable request without id: {}",
-                                request.error().message);
+            diagnose(Severity::kError, "worker channel: undecodable request without id: {}",
+                     request.error().message);
             return 1;
         }
-        SPDLOG_LOGGER_WARN(log_, "worker channel: bad request id={}: {}", *id,
-                           request.error().message);
+        diagnose(Severity::kWarning, "worker channel: bad request id={}: {}", *id,
+                 request.error().message);
         reply = channel::Reply{*id, std::move(request).error()};
     } else if (!greeted_ && channel::op_of(request->args) != channel::Op::kHello) {
         reply = channel::Reply{
@@ -353,8 +352,8 @@ std::optional<int> ChannelServer::serve_request() {
 bool ChannelServer::send_reply(channel::Reply& reply, size_t request_bytes) {
     auto encoded = encode_or_fail(reply);
     if (!encoded) {
-        SPDLOG_LOGGER_ERROR(log_, "worker channel: cannot encode a reply: {}",
-                            encoded.error().message);
+        diagnose(Severity::kError, "worker channel: cannot encode a reply: {}",
+                 encoded.error().message);
         return false;
     }
     const size_t reply_bytes =
@@ -363,7 +362,7 @@ bool ChannelServer::send_reply(channel::Reply& reply, size_t request_bytes) {
     // the frame's payload is borrowed from it until sent.
     const std::vector<int> reply_fds = channel::reply_fds(reply);
     if (auto sent = channel::send_frame(fd_, *encoded, reply_fds); !sent) {
-        SPDLOG_LOGGER_ERROR(log_, "worker channel: {}", sent.error().message);
+        diagnose(Severity::kError, "worker channel: {}", sent.error().message);
         return false;
     }
     reply = channel::Reply{};  // the descriptors are the supervisor's now
@@ -384,8 +383,8 @@ void ChannelServer::take_sigchld() {
     sigaddset(&sigchld_set, SIGCHLD);
     sigchld_.reset(::signalfd(-1, &sigchld_set, SFD_NONBLOCK | SFD_CLOEXEC));
     if (!sigchld_) {
-        SPDLOG_LOGGER_WARN(log_, "worker: no signalfd ({}): reaping children every {} ms",
-                           errno_string(errno), kReapIntervalMs);
+        diagnose(Severity::kWarning, "worker: no signalfd ({}): reaping children every {} ms",
+                 errno_string(errno), kReapIntervalMs);
         reap_at_ = Clock::now() + std::chrono::milliseconds(kReapIntervalMs);
     }
 }

@@ -22,6 +22,7 @@
 #include "runner/cli/sessions_command.h"
 #include "runner/session/session_worker.h"
 #include "runner/worker/worker_main.h"
+#include "workspace/diagnostics.h"
 
 namespace {
 
@@ -177,6 +178,25 @@ void add_policy_options(CLI::App& app, stockade::runner::PolicyFlags& p) {
                  "Ignore ~/.config/stockade/settings.json");
 }
 
+// The workspace module's diagnostics (workspace/diagnostics.h), where the supervisor runs it:
+// into the "workspace" logger, at that logger's level (SPDLOG_LEVEL), in its format.
+void route_workspace_diagnostics() {
+    using stockade::workspace::Severity;
+    const spdlog::level::level_enum level = stockade::log::get("workspace")->level();
+    const Severity least = level <= spdlog::level::debug  ? Severity::kDebug
+                           : level <= spdlog::level::warn ? Severity::kWarning
+                                                          : Severity::kError;
+    stockade::workspace::set_diagnostics_sink(
+        [](Severity severity, std::string_view message) {
+            const spdlog::level::level_enum as = severity == Severity::kDebug ? spdlog::level::debug
+                                                 : severity == Severity::kWarning
+                                                     ? spdlog::level::warn
+                                                     : spdlog::level::err;
+            stockade::log::get("workspace")->log(as, "{}", message);
+        },
+        least);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,6 +206,7 @@ int main(int argc, char** argv) {
         return status;
     }
     stockade::log::init();
+    route_workspace_diagnostics();
     CLI::App app{"Stockade: a sandboxed tool runner for AI coding agents", "stockade"};
     app.set_version_flag("--version", "stockade " + std::string(stockade::kVersion));
     app.require_subcommand(1);

@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 
 #include "common/allocator.h"
-#include "common/log.h"
 #include "sandbox/spec.h"
 #include "workspace/local_workspace.h"
 #include "workspace/service.h"
@@ -77,7 +76,6 @@ bool run_worker_if_asked(int argc, char** argv, int* status) {
         (argc == 5 && !std::string_view(argv[4]).starts_with(kRgFdsFlag))) {
         return false;
     }
-    log::init("warn");
     int rg_fds = 0;
     if (argc == 5) {
         const std::string_view flag = argv[4];
